@@ -1,0 +1,37 @@
+"""Shared fixtures: the tiny offline Qwen2.5-VL checkpoint and a small rendered MP4."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A random-weight Qwen2.5-VL with a real processor, built offline once per session."""
+    from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+
+    path = tmp_path_factory.mktemp("tiny-qwen2.5-vl")
+    build_tiny_qwen2_5_vl(path)
+    return str(path)
+
+
+def moving_square_frames(n: int = 16, size: int = 64) -> np.ndarray:
+    """``n`` RGB frames of a square sliding across a gradient: real content, cheap to make."""
+    ramp = np.linspace(0, 255, size, dtype=np.uint8)
+    frames = np.empty((n, size, size, 3), dtype=np.uint8)
+    for t in range(n):
+        frames[t] = np.stack(np.broadcast_arrays(ramp[None, :], ramp[:, None], 128), axis=-1)
+        x = int(t * (size - 16) / max(n - 1, 1))
+        frames[t, 24:40, x : x + 16] = (255, 0, 0)
+    return frames
+
+
+@pytest.fixture(scope="session")
+def sample_mp4(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A 16-frame 64x64 MP4 at 4 fps."""
+    from vlm_reward.video_io import encode_mp4
+
+    path = tmp_path_factory.mktemp("videos") / "episode.mp4"
+    encode_mp4(moving_square_frames(), path, fps=4)
+    return str(path)

@@ -1,0 +1,111 @@
+"""The backend contract and the registry that maps names to backends.
+
+A backend turns a batch of :class:`ScoreJob` into one raw model answer per job.
+Parsing that answer into a score is the server's job (``vlm_reward.parsing``), so every
+backend is scored the same way and a backend only has to know its model.
+
+Backends register themselves by name (plus aliases) with :func:`register_backend`; the
+server looks them up with :func:`resolve_backend`. Registering never imports torch,
+transformers or vLLM: a backend imports those in :meth:`RewardBackend.load`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """One episode to judge, already validated by the server.
+
+    ``video_path`` is a readable MP4 on the server's filesystem (inline uploads are
+    written to a temp file first). ``backend_kwargs`` are the request's per-call
+    overrides (prompt text, sampling params, ...); each backend documents the keys
+    it accepts and rejects the others with ``ValueError``.
+    """
+
+    task_text: str
+    video_path: str
+    nframes: int
+    max_pixels: int
+    video_fps: float
+    backend_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+class RewardBackend(abc.ABC):
+    """A loaded model that answers "how well was this task done in this video?".
+
+    Lifecycle: the server constructs the backend with the model path and the server-side
+    ``backend_kwargs`` (cheap, validates arguments), then calls :meth:`load` once (slow,
+    heavy imports, weights), then :meth:`generate` from one worker thread at a time.
+
+    ``default_score_mode`` tells the parser how to read this backend's answers
+    ("auto", "percentage" or "unit") when the request does not say.
+    """
+
+    name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
+    default_score_mode: ClassVar[str] = "auto"
+
+    def __init__(self, model: str, **backend_kwargs: Any) -> None:
+        self.model = model
+        self.backend_kwargs = backend_kwargs
+
+    @abc.abstractmethod
+    def load(self) -> None:
+        """Load weights and heavy libraries; raise ``ImportError`` with the install command if missing."""
+
+    @abc.abstractmethod
+    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
+        """Return one raw answer per job, in order; a job that failed gets its exception instead.
+
+        Raising means the whole batch failed (every job gets that error).
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
+        """Release the model (called once at server shutdown)."""
+
+
+_REGISTRY: dict[str, type[RewardBackend]] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def register_backend(cls: type[RewardBackend]) -> type[RewardBackend]:
+    """Class decorator: make ``cls`` available under ``cls.name`` and its aliases."""
+    for key in (cls.name, *cls.aliases):
+        owner = _REGISTRY.get(key) or _REGISTRY.get(_ALIASES.get(key, ""))
+        if owner is not None and owner is not cls:
+            raise ValueError(f"backend name {key!r} is already registered by {owner.__name__}.")
+    _REGISTRY[cls.name] = cls
+    for alias in cls.aliases:
+        _ALIASES[alias] = cls.name
+    return cls
+
+
+def canonical_name(name: str) -> str:
+    """Map a name or alias to the registered name; ``ValueError`` naming the choices if unknown."""
+    if name in _REGISTRY:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    raise ValueError(f"unknown backend {name!r}; valid names: {', '.join(available_backends())}.")
+
+
+def resolve_backend(name: str) -> type[RewardBackend]:
+    """The backend class registered under ``name`` (or an alias of it)."""
+    return _REGISTRY[canonical_name(name)]
+
+
+def available_backends() -> list[str]:
+    """Every accepted name, registered names and aliases, sorted."""
+    return sorted([*_REGISTRY, *_ALIASES])
+
+
+def backend_aliases() -> dict[str, list[str]]:
+    """Registered name -> its aliases (for ``GET /backends``)."""
+    return {name: list(cls.aliases) for name, cls in sorted(_REGISTRY.items())}
+
+

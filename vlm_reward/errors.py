@@ -1,0 +1,162 @@
+"""The server's exceptions and the one function that turns any exception into an HTTP error.
+
+Every error leaves the server as ``{"error": {"type": ..., "message": ...}}`` with the status
+below, so a client needs one code path for all failures:
+
+======  ======================  =========================================================
+status  type                    when
+======  ======================  =========================================================
+400     invalid_request         bad field value the schema cannot express (base64, kwargs
+                                a backend rejects with ``ValueError``/``TypeError``)
+400     invalid_video           the bytes are not a decodable video, or it has no frames
+400     video_not_found         ``video_path`` is inside the root but no such file exists
+403     video_outside_root      ``video_path`` resolves (``..``, symlinks) outside ``--video-root``
+404     unknown_backend         no backend registered under that name (message lists them)
+404     not_found               unknown URL
+405     method_not_allowed      wrong HTTP method for a known URL
+413     payload_too_large       inline video over ``--max-video-mb`` or request body too big
+422     validation_error        the request does not match the schema (types, ranges, fields)
+500     inference_error         the backend failed while generating
+500     internal_error          a bug in the server (details only in the server log)
+502     parse_error             the model answered, but no score can be read from the answer;
+                                502 because the upstream model, not the client, was wrong
+503     backend_not_loaded      backend registered but not loaded by this server, or still
+                                loading, or its load failed
+======  ======================  =========================================================
+
+Messages never carry stack traces, and text that comes from exceptions we did not write
+(backends, libraries) has absolute paths replaced by ``<path>``, so a client never learns the
+server's filesystem layout.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+# Long messages (a model answer, a backend error) are cut so a runaway answer cannot turn
+# every error response into megabytes.
+MAX_MESSAGE_CHARS = 2000
+_ABS_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"()\[\]]+/)+[^\s/'\"()\[\],;:]*")
+_HTTP_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+
+
+class RewardServerError(Exception):
+    """Base of the errors the server raises on purpose; the class fixes status and type."""
+
+    status: ClassVar[int] = 500
+    error_type: ClassVar[str] = "internal_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidRequestError(RewardServerError):
+    status = 400
+    error_type = "invalid_request"
+
+
+class InvalidVideoError(RewardServerError):
+    status = 400
+    error_type = "invalid_video"
+
+
+class VideoNotFoundError(RewardServerError):
+    status = 400
+    error_type = "video_not_found"
+
+
+class VideoOutsideRootError(RewardServerError):
+    status = 403
+    error_type = "video_outside_root"
+
+
+class UnknownBackendError(RewardServerError):
+    status = 404
+    error_type = "unknown_backend"
+
+
+class PayloadTooLargeError(RewardServerError):
+    status = 413
+    error_type = "payload_too_large"
+
+
+class AnswerParseError(RewardServerError):
+    status = 502
+    error_type = "parse_error"
+
+
+class BackendNotLoadedError(RewardServerError):
+    status = 503
+    error_type = "backend_not_loaded"
+
+
+class BackendError(Exception):
+    """A backend's ``generate`` failed for a job; ``cause`` is what it raised or returned.
+
+    The status is decided by :func:`error_response` from the cause: backends reject bad
+    per-request ``backend_kwargs`` with ``ValueError``/``TypeError`` (the backend contract),
+    which is the client's fault (400); anything else is an inference failure (500).
+    """
+
+    def __init__(self, backend: str, cause: BaseException) -> None:
+        super().__init__(f"backend {backend!r} failed: {type(cause).__name__}")
+        self.backend = backend
+        self.cause = cause
+
+
+def scrub(text: str) -> str:
+    """``text`` with absolute paths replaced by ``<path>`` and cut to :data:`MAX_MESSAGE_CHARS`."""
+    text = _ABS_PATH.sub("<path>", text)
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS] + "... (truncated)"
+    return text
+
+
+def error_body(error_type: str, message: str) -> dict[str, Any]:
+    """The one error JSON shape."""
+    return {"error": {"type": error_type, "message": message}}
+
+
+def _validation_message(errors: list[Any]) -> str:
+    # Only the location and the reason: pydantic's "input" would echo the request back,
+    # which for video_b64 can be megabytes.
+    parts = []
+    for err in errors:
+        loc = [str(p) for p in err.get("loc", ()) if p != "body"]
+        msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
+    return "invalid request: " + "; ".join(parts) + "."
+
+
+def _backend_error(exc: BackendError) -> tuple[int, dict[str, Any]]:
+    cause = exc.cause
+    detail = scrub(str(cause)) or type(cause).__name__
+    if isinstance(cause, ValueError | TypeError):
+        return 400, error_body("invalid_request", f"backend {exc.backend!r} rejected the request: {detail}")
+    return 500, error_body(
+        "inference_error", f"inference failed in backend {exc.backend!r}: {type(cause).__name__}: {detail}"
+    )
+
+
+def error_response(exc: BaseException) -> tuple[int, dict[str, Any]]:
+    """Map any exception to ``(HTTP status, error JSON)``; the only place statuses are chosen.
+
+    Unknown exceptions are server bugs: they become a 500 ``internal_error`` whose message
+    says nothing about the exception (the server logs the traceback instead).
+    """
+    if isinstance(exc, RewardServerError):
+        return exc.status, error_body(exc.error_type, scrub(exc.message))
+    if isinstance(exc, BackendError):
+        return _backend_error(exc)
+    if isinstance(exc, RequestValidationError | ValidationError):
+        return 422, error_body("validation_error", scrub(_validation_message(list(exc.errors()))))
+    if isinstance(exc, StarletteHTTPException):
+        error_type = _HTTP_TYPES.get(exc.status_code, "http_error")
+        return exc.status_code, error_body(error_type, scrub(str(exc.detail)))
+    return 500, error_body("internal_error", "internal server error; the server log has the details.")

@@ -1,0 +1,165 @@
+"""Turn a request's ``video_path`` or ``video_b64`` into a validated MP4 on local disk.
+
+Two threats shape this module. A ``video_path`` is a path chosen by the client on the
+server's disk, so it is confined to ``--video-root`` after resolving ``..`` and symlinks
+(``os.path.realpath``), otherwise any readable file would be an oracle. An inline video is
+client bytes of any size, so it is size-checked before it is decoded and written to a temp
+file that is removed when the request ends, whatever happens.
+
+Every video is decoded once (``count_frames``) before it reaches a backend, so junk bytes
+and empty clips are a 400 naming the problem instead of a 500 from deep inside a model.
+Errors never name host paths: the client knows which path it sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import os
+import tempfile
+from dataclasses import dataclass
+
+from vlm_reward.errors import (
+    InvalidRequestError,
+    InvalidVideoError,
+    PayloadTooLargeError,
+    VideoNotFoundError,
+    VideoOutsideRootError,
+)
+from vlm_reward.video_io import count_frames
+
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class VideoPolicy:
+    """Where videos may come from and how big they may be.
+
+    ``root`` is stored resolved (realpath), so the containment check compares like with
+    like even when the configured root itself is a symlink. ``upload_dir`` is where inline
+    videos are written (default: the system temp dir).
+    """
+
+    root: str
+    max_bytes: int
+    upload_dir: str | None = None
+
+    @classmethod
+    def create(cls, root: str, max_video_mb: float, upload_dir: str | None = None) -> VideoPolicy:
+        """Validate the server settings; ``ValueError`` names the bad one."""
+        if not os.path.isdir(root):
+            raise ValueError(f"--video-root {root!r} is not an existing directory.")
+        if not max_video_mb > 0:
+            raise ValueError(f"--max-video-mb must be positive, got {max_video_mb}.")
+        return cls(os.path.realpath(root), int(max_video_mb * _MB), upload_dir)
+
+
+@dataclass
+class LocalVideo:
+    """A validated video file; ``cleanup`` deletes it if the server created it."""
+
+    path: str
+    temporary: bool
+    frames: int
+
+    def cleanup(self) -> None:
+        """Remove an inline upload's temp file (idempotent; never touches client files)."""
+        if self.temporary:
+            _remove_quietly(self.path)
+            self.temporary = False
+
+
+def prepare_video(video_path: str | None, video_b64: str | None, policy: VideoPolicy) -> LocalVideo:
+    """Resolve exactly one of ``video_path``/``video_b64`` into a decodable local video.
+
+    Raises the :mod:`vlm_reward.errors` exception for the status the protocol specifies:
+    403 outside the root, 413 too large, 400 missing/undecodable/empty/bad base64.
+    The caller must call :meth:`LocalVideo.cleanup` when the request is done.
+    """
+    if (video_path is None) == (video_b64 is None):
+        raise InvalidRequestError("give exactly one of video_path or video_b64.")
+    if video_path is not None:
+        path = resolve_video_path(video_path, policy)
+        return LocalVideo(path, temporary=False, frames=check_decodable(path))
+    path = write_inline_video(video_b64 or "", policy)
+    try:
+        return LocalVideo(path, temporary=True, frames=check_decodable(path))
+    except BaseException:
+        _remove_quietly(path)
+        raise
+
+
+def resolve_video_path(video_path: str, policy: VideoPolicy) -> str:
+    """The real path of ``video_path`` (relative paths are relative to the root), if allowed.
+
+    Containment is checked before existence, so a client cannot probe which files exist
+    outside the root.
+    """
+    if "\x00" in video_path:
+        raise InvalidRequestError("video_path contains a NUL character.")
+    real = os.path.realpath(os.path.join(policy.root, video_path))
+    if os.path.commonpath([policy.root, real]) != policy.root:
+        raise VideoOutsideRootError(
+            "video_path resolves outside the server's --video-root (after following '..' and "
+            "symlinks); write the video under that directory or send it inline as video_b64."
+        )
+    if not os.path.exists(real):
+        raise VideoNotFoundError(
+            "video_path does not exist on the server; the server reads it from its own disk, "
+            "so use a shared directory under --video-root or send the video inline as video_b64."
+        )
+    if not os.path.isfile(real):
+        raise InvalidVideoError("video_path is not a regular file.")
+    _check_size(os.path.getsize(real), policy, "the video file")
+    return real
+
+
+def write_inline_video(video_b64: str, policy: VideoPolicy) -> str:
+    """Decode ``video_b64`` into a new temp ``.mp4`` and return its path (caller removes it)."""
+    # Base64 is 4 chars per 3 bytes: reject oversized uploads before allocating the bytes.
+    _check_size(len(video_b64) * 3 // 4, policy, "the inline video (video_b64)")
+    try:
+        data = base64.b64decode(video_b64, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidRequestError(
+            f"video_b64 is not valid base64 ({exc}); send the MP4 bytes base64-encoded "
+            "(standard alphabet, with padding, no line breaks)."
+        ) from None
+    if not data:
+        raise InvalidVideoError("video_b64 decodes to an empty file.")
+    fd, path = tempfile.mkstemp(prefix="vlm-reward-upload-", suffix=".mp4", dir=policy.upload_dir)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+    except BaseException:
+        _remove_quietly(path)
+        raise
+    return path
+
+
+def check_decodable(path: str) -> int:
+    """Number of frames in ``path``; ``InvalidVideoError`` for empty, undecodable or frameless files."""
+    if os.path.getsize(path) == 0:
+        raise InvalidVideoError("the video file is empty (0 bytes).")
+    try:
+        frames = count_frames(path)
+    except ValueError as exc:
+        raise InvalidVideoError(f"the video cannot be decoded: {exc}") from None
+    if frames == 0:
+        raise InvalidVideoError("the video has no decodable frames.")
+    return frames
+
+
+def _check_size(n_bytes: int, policy: VideoPolicy, what: str) -> None:
+    if n_bytes > policy.max_bytes:
+        raise PayloadTooLargeError(
+            f"{what} is {n_bytes / _MB:.2f} MB; this server accepts at most "
+            f"{policy.max_bytes / _MB:.2f} MB (--max-video-mb)."
+        )
+
+
+def _remove_quietly(path: str) -> None:
+    # Cleanup must not mask the error being reported (or fail a request that succeeded).
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
