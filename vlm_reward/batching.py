@@ -122,7 +122,8 @@ class DynamicBatcher(Generic[JobT, ResultT]):
             if len(results) != len(jobs):
                 raise RuntimeError(f"generate returned {len(results)} answers for {len(jobs)} jobs.")
         except Exception as exc:
-            logger.exception("batch of %d failed in backend %r", len(jobs), self.name)
+            # No traceback here: every caller gets the exception and reports it.
+            logger.warning("batch of %d failed in %r: %s", len(jobs), self.name, type(exc).__name__)
             for _, fut in live:
                 fut.set_exception(exc)
             return

@@ -20,8 +20,9 @@ status  type                    when
 500     internal_error          a bug in the server (details only in the server log)
 502     parse_error             the model answered, but no score can be read from the answer;
                                 502 because the upstream model, not the client, was wrong
-503     backend_not_loaded      backend registered but not loaded by this server, or still
-                                loading, or its load failed
+503     backend_not_loaded      backend registered, but this server was not started with it
+503     backend_loading         the backend is still loading (``/health`` turns 200 when done)
+503     backend_load_failed     the backend failed to load; the message has the reason
 ======  ======================  =========================================================
 
 Messages never carry stack traces, and text that comes from exceptions we did not write
@@ -96,6 +97,14 @@ class BackendNotLoadedError(RewardServerError):
     error_type = "backend_not_loaded"
 
 
+class BackendLoadingError(BackendNotLoadedError):
+    error_type = "backend_loading"
+
+
+class BackendLoadFailedError(BackendNotLoadedError):
+    error_type = "backend_load_failed"
+
+
 class BackendError(Exception):
     """A backend's ``generate`` failed for a job; ``cause`` is what it raised or returned.
 
@@ -128,6 +137,9 @@ def _validation_message(errors: list[Any]) -> str:
     # which for video_b64 can be megabytes.
     parts = []
     for err in errors:
+        if err.get("type") == "json_invalid":
+            parts.append("the request body is not valid JSON")
+            continue
         loc = [str(p) for p in err.get("loc", ()) if p != "body"]
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
         parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)

@@ -35,10 +35,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vlm_reward.backends import (
+    ScoreJob,
+    available_backends,
+    backend_aliases,
+    canonical_name,
+    resolve_backend,
+)
 from vlm_reward.batching import DynamicBatcher
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
+    BackendLoadFailedError,
+    BackendLoadingError,
     BackendNotLoadedError,
     PayloadTooLargeError,
     RewardServerError,
@@ -46,6 +55,7 @@ from vlm_reward.errors import (
     error_response,
     scrub,
 )
+from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.schemas import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.video_source import VideoPolicy, prepare_video
 
@@ -121,7 +131,9 @@ class BackendSlot:
             self.error = f"{type(exc).__name__}: {scrub(str(exc))}"
             self.state = "failed"
             return
-        if self._closing:
+        if self._closing:  # the server stopped while the weights loaded
+            with contextlib.suppress(Exception):
+                self.backend.close()
             return
         self.batcher = DynamicBatcher(
             self.backend.generate,
@@ -137,8 +149,8 @@ class BackendSlot:
         if self.state == "ready" and self.batcher is not None:
             return self.batcher
         if self.state == "failed":
-            raise BackendNotLoadedError(f"backend {self.name!r} failed to load: {self.error}")
-        raise BackendNotLoadedError(
+            raise BackendLoadFailedError(f"backend {self.name!r} failed to load: {self.error}")
+        raise BackendLoadingError(
             f"backend {self.name!r} is still loading; retry when GET /health returns 200."
         )
 
@@ -155,8 +167,6 @@ class RewardService:
     """The server's logic, independent of the HTTP framework; one per app."""
 
     def __init__(self, config: ServerConfig) -> None:
-        from vlm_reward.backends import canonical_name, resolve_backend
-
         self.config = config
         self.default_backend = canonical_name(config.backend)
         backend = resolve_backend(self.default_backend)(config.model, **config.backend_kwargs)
@@ -179,8 +189,6 @@ class RewardService:
 
     def slot_for(self, requested: str | None) -> BackendSlot:
         """The hosted slot for a requested name or alias (``None``: the default)."""
-        from vlm_reward.backends import available_backends, canonical_name
-
         if requested is None:
             return self.slots[self.default_backend]
         try:
@@ -223,8 +231,6 @@ class RewardService:
     async def _generate(
         self, slot: BackendSlot, batcher: DynamicBatcher[Any, str], req: ScoreRequest, path: str
     ) -> str:
-        from vlm_reward.backends import ScoreJob
-
         job = ScoreJob(
             task_text=req.task_text,
             video_path=path,
@@ -242,20 +248,17 @@ class RewardService:
         return text
 
     def health(self) -> tuple[int, dict[str, Any]]:
-        """200 with the serving backend once it is ready; 503 with the reason before."""
+        """200 with the serving backend once it is ready; 503 with the reason (loading/failed) before."""
         slot = self.slots[self.default_backend]
         try:
             slot.require_ready()
         except BackendNotLoadedError as exc:
-            status, body = error_response(exc)
-            return status, {"status": slot.state, "backend": slot.name, **body}
+            return error_response(exc)
         body = HealthResponse(backend=slot.name, model=slot.model, max_batch_size=self.config.max_batch_size)
         return 200, body.model_dump()
 
     def backends(self) -> BackendsResponse:
         """Registered names and aliases, and what this server hosts."""
-        from vlm_reward.backends import backend_aliases
-
         aliases = backend_aliases()
         return BackendsResponse(
             default=self.default_backend,
@@ -266,9 +269,8 @@ class RewardService:
         )
 
 
-def _parse_answer(text: str, mode: str, backend: str) -> Any:
-    from vlm_reward.parsing import ScoreParseError, parse_score
-
+def _parse_answer(text: str, mode: str, backend: str) -> ParsedScore:
+    """The parsed answer, or ``AnswerParseError`` (502) carrying the answer text."""
     try:
         return parse_score(text, mode)
     except ScoreParseError as exc:
@@ -281,8 +283,12 @@ def _parse_answer(text: str, mode: str, backend: str) -> Any:
 def error_json(exc: BaseException) -> JSONResponse:
     """The HTTP response for any exception (via the one mapping function)."""
     status, body = error_response(exc)
-    if status == 500:
-        logger.error("internal error", exc_info=exc)
+    # The client gets a scrubbed one-liner; the operator gets the traceback here. (Unknown
+    # exceptions are not logged here: Starlette re-raises them and uvicorn logs them.)
+    if isinstance(exc, BackendError) and status >= 500:
+        logger.error("%s", body["error"]["message"], exc_info=exc.cause)
+    elif isinstance(exc, AnswerParseError):  # the answer is worth seeing when tuning prompts
+        logger.warning("%s", body["error"]["message"])
     return JSONResponse(body, status_code=status)
 
 
@@ -413,7 +419,8 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     app = FastAPI(title="LIBERO VLM reward server", lifespan=lifespan)
     app.state.service = service
-    for exc_type in (RewardServerError, RequestValidationError, StarletteHTTPException, Exception):
+    handled = (RewardServerError, BackendError, RequestValidationError, StarletteHTTPException, Exception)
+    for exc_type in handled:
         app.add_exception_handler(exc_type, _handle_exception)
     _add_routes(app, service)
     app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
@@ -530,8 +537,6 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
             importlib.import_module(module)
         except ImportError as exc:
             parser.error(f"--plugin {module}: cannot import it ({exc}).")
-    from vlm_reward.backends import canonical_name
-
     try:
         canonical_name(args.backend)
     except ValueError as exc:

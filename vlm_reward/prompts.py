@@ -43,7 +43,7 @@ class PromptSpec:
 QWEN_VIDEO_PROMPT = PromptSpec(
     system_prompt="You are a careful judge of robot manipulation videos.",
     question_template=(
-        "The video shows a robot arm attempting the task: \"{task}\".\n"
+        'The video shows a robot arm attempting the task: "{task}".\n'
         "Watch the whole video. Did the robot complete the task by the end of the video?\n"
         "Reply with a single number between 0 and 1: 1 if the task is fully completed, "
         "0 if it is not, a value in between for partial completion. "
@@ -71,7 +71,7 @@ PRIMO_PROMPT = PromptSpec(
     question_template=(
         "QUESTION:\n"
         "The first image shows the initial state, the video shows the robot carrying out the task, "
-        "and the last image shows the current state. The task is: \"{task}\". "
+        'and the last image shows the current state. The task is: "{task}". '
         "How far has the task progressed at the current state, as a percentage from 0 "
         "(not started) to 100 (fully completed)?\n\n"
         "QUESTION TYPE:\nnumerical\n\n"

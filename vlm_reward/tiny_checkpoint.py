@@ -5,9 +5,10 @@ The real Qwen2.5-VL-7B cannot be downloaded or run here, but the code paths that
 about the *architecture* and the *processor*, not the weights. So this module builds:
 
 - a ``Qwen2_5_VLForConditionalGeneration`` with the real architecture (window attention,
-  M-RoPE, patch merger) at toy width and depth, with seeded random weights, ~1 MB on disk;
-- the real ``Qwen2_5_VLProcessor`` with the real ``Qwen2VLImageProcessor`` and
-  ``Qwen2VLVideoProcessor`` (patch 14, merge 2, temporal patch 2, as in the 7B model);
+  M-RoPE, patch merger) at toy width and depth, with seeded random weights, ~1.5 MB on disk;
+- the real ``Qwen2_5_VLProcessor`` with the real ``Qwen2VLImageProcessorFast`` (what
+  transformers 4.57 loads for Qwen2.5-VL by default) and ``Qwen2VLVideoProcessor``
+  (patch 14, merge 2, temporal patch 2, as in the 7B model);
 - a small byte-level BPE tokenizer (all 256 byte symbols plus a few merges) with Qwen's
   special tokens in Qwen's order, and a chat template that renders Qwen2.5-VL's format.
 
@@ -173,7 +174,9 @@ def build_config(tokenizer: Any) -> Any:
         "max_position_embeddings": 32768,
         "rope_theta": 1000000.0,
         "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]},
-        "tie_word_embeddings": True,
+        # Untied head: with tied embeddings a random model just repeats its last input
+        # token, so every prompt would get the same answer and hide batching bugs.
+        "tie_word_embeddings": False,
         "bos_token_id": ids["<|endoftext|>"],
         "eos_token_id": ids["<|im_end|>"],
         "pad_token_id": ids["<|endoftext|>"],
@@ -188,7 +191,9 @@ def build_config(tokenizer: Any) -> Any:
         "window_size": 112,
         # Seconds -> M-RoPE temporal positions; the 7B checkpoint uses 2 (the class default is 4).
         "tokens_per_second": 2,
-        **{k: PROCESSOR_KWARGS[k] for k in ("patch_size", "temporal_patch_size")},
+        # Must match the processor, which cuts the pixels into these patches.
+        "patch_size": PROCESSOR_KWARGS["patch_size"],
+        "temporal_patch_size": PROCESSOR_KWARGS["temporal_patch_size"],
         "spatial_merge_size": PROCESSOR_KWARGS["merge_size"],
     }
     return Qwen2_5_VLConfig(
@@ -201,8 +206,8 @@ def build_config(tokenizer: Any) -> Any:
         bos_token_id=text["bos_token_id"],
         eos_token_id=text["eos_token_id"],
         pad_token_id=text["pad_token_id"],
-        tie_word_embeddings=True,
-        torch_dtype="float32",
+        tie_word_embeddings=False,
+        dtype="float32",
     )
 
 

@@ -36,6 +36,7 @@ def libero_env(cfg: DictConfig, num_envs: int = 2, env_cls: type | None = None) 
     try:
         yield env
     finally:
+        env.close()  # the project's class releases its reward client; RLinf's is a no-op
         env.env.close()
 
 

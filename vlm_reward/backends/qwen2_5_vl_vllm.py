@@ -3,37 +3,36 @@
 The model sees one episode as a video (the "qwen" prompt preset) and answers with a
 score. Everything that decides *what* vLLM receives lives in plain functions
 (:func:`build_vllm_request`, :func:`sampling_params_kwargs`, :func:`engine_kwargs`) so
-it is tested on machines without vLLM; only :meth:`QwenVllmBackend.load` and
-:meth:`QwenVllmBackend.generate` import vLLM.
+it is tested on machines without vLLM; only :meth:`QwenVllmBackend.load` imports vLLM.
 
 Targeted versions: vLLM 0.11 through 0.33 (both read at the source level), with
-qwen-vl-utils >= 0.0.14. vLLM 0.11 runs with this project's transformers 4.57; vLLM
-releases from the 0.2x series on require transformers 5.x, so they need their own
-environment for the reward server.
+qwen-vl-utils >= 0.0.14. vLLM 0.11.0 requires transformers >= 4.55.2 and so runs with this
+project's transformers 4.57; vLLM 0.33.0 requires transformers >= 5.16.1 (and torch 2.14.0),
+so a recent vLLM needs an environment of its own for the reward server.
 
 Facts this module relies on (checked in the vLLM 0.11.0 and 0.33.0 wheels, transformers
-4.57.6 and 5.16.1, qwen-vl-utils 0.0.14):
+4.57.6 and 5.16.1, qwen-vl-utils 0.0.14; the qwen-vl-utils ones are listed in
+:mod:`vlm_reward.backends.qwen_vision`, which reads the frames for both Qwen backends):
 
-- qwen-vl-utils samples exactly ``nframes`` frames (uniform indices from the first to
-  the last frame) when the video entry carries ``nframes``; without it, it samples at
-  2 fps and silently drops frames. With ``return_video_metadata=True`` each video comes
-  back as ``(frames, metadata)``: frames a float ``(T, C, H, W)`` tensor already resized
-  to multiples of 28 within ``max_pixels``, metadata a dict with ``fps`` (the file's),
-  ``frames_indices``, ``total_num_frames`` and ``video_backend``.
-- vLLM >= 0.11 accepts a video as such a ``(frames, metadata)`` tuple. Since vLLM PR
-  #47736 (in 0.33) Qwen2.5-VL *requires* the metadata (bare frames raise "Video
-  metadata is required") and forwards it to the HF processor, where transformers 5
-  derives the temporal M-RoPE step from ``len(frames_indices) / total_num_frames * fps``.
-  Older vLLM drops the metadata, and transformers 4.57 takes that step from the ``fps``
-  processor kwarg instead (default 2.0, wrong for our clips). So the request carries both
-  the metadata and ``fps`` = the sampled rate computed the same way; transformers 5
-  ignores the kwarg when it does not sample frames.
+- vLLM >= 0.11 accepts a video as a ``(frames, metadata)`` tuple, where metadata is the
+  dict qwen-vl-utils returns with ``return_video_metadata=True`` (the file's ``fps``,
+  ``frames_indices``, ``total_num_frames``, ``video_backend``). Since vLLM PR #47736 (in
+  0.33) Qwen2.5-VL *requires* it (bare frames raise "Video metadata is required") and
+  forwards it to the HF processor, where transformers 5 derives the temporal M-RoPE step
+  from ``len(frames_indices) / total_num_frames * fps``. Older vLLM drops the metadata,
+  and transformers 4.57 takes that step from the ``fps`` processor kwarg instead (default
+  2.0, wrong for most clips). So the request carries both the metadata and ``fps`` = the
+  sampled rate computed the same way; transformers 5 ignores the kwarg when it does not
+  sample frames. It is a scalar: transformers 5's strict kwarg check rejects a list.
 - ``do_sample_frames=False`` in ``mm_processor_kwargs`` stops the HF video processor from
   re-sampling frames that qwen-vl-utils already chose.
 - The prompt is the processor's chat template text; vLLM expands each
   ``<|vision_start|><|video_pad|><|vision_end|>`` (or ``<|image_pad|>``) itself, in order,
   so images and videos are given as lists in the order they appear in the message.
-- ``SamplingParams.max_tokens`` defaults to 16 in vLLM, so a default is always set here.
+- ``llm.generate(prompts, sampling_params=[...])`` pairs a list of SamplingParams one by
+  one with the prompts. ``SamplingParams.max_tokens`` defaults to 16, so a default is
+  always set here; vLLM's own ranges (temperature in [0, 2], top_p in (0, 1], top_k >= -1,
+  max_tokens >= 1) are checked before a request reaches the engine.
 
 Accepted ``backend_kwargs``:
 
@@ -43,7 +42,9 @@ Accepted ``backend_kwargs``:
   (False). ``limit_mm_per_prompt`` is fixed at 2 images + 1 video, what the layouts need.
 - sampling, server-wide or per request: ``temperature``, ``top_p``, ``top_k``,
   ``max_tokens`` (alias ``max_new_tokens``, the transformers name), ``seed``,
-  ``repetition_penalty``, ``stop``.
+  ``repetition_penalty``, ``stop``, and ``do_sample`` as in the HF backend (false: greedy,
+  i.e. temperature 0; true: sample, at temperature 1 unless one is given), so a request
+  means the same on both backends.
 - prompt, server-wide or per request: ``prompt``, ``system_prompt``,
   ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.prompts`).
 """
@@ -55,14 +56,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from vlm_reward.backends.base import RewardBackend, ScoreJob, register_backend
-from vlm_reward.prompts import (
-    PRESETS,
-    PROMPT_OVERRIDE_KEYS,
-    PromptSpec,
-    build_messages,
-    read_first_last_frames,
-    resolve_prompt,
-)
+from vlm_reward.backends.qwen_vision import job_messages, load_vision_inputs
+from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
 
@@ -84,7 +79,17 @@ ENGINE_OPTIONAL_KEYS = ("max_num_seqs",)
 ENGINE_KEYS = frozenset((*ENGINE_DEFAULTS, *ENGINE_OPTIONAL_KEYS))
 
 SAMPLING_KEYS = frozenset(
-    ("temperature", "top_p", "top_k", "max_tokens", "max_new_tokens", "seed", "repetition_penalty", "stop")
+    (
+        "temperature",
+        "top_p",
+        "top_k",
+        "max_tokens",
+        "max_new_tokens",
+        "seed",
+        "repetition_penalty",
+        "stop",
+        "do_sample",
+    )
 )
 REQUEST_KEYS = SAMPLING_KEYS | frozenset(PROMPT_OVERRIDE_KEYS)
 SERVER_KEYS = REQUEST_KEYS | ENGINE_KEYS
@@ -129,8 +134,29 @@ def _stop_list(value: Any) -> list[str]:
     """``stop`` as a list of strings (vLLM accepts both, a list keeps one shape)."""
     stops = [value] if isinstance(value, str) else value
     if not isinstance(stops, list | tuple) or not all(isinstance(s, str) and s for s in stops):
-        raise TypeError(f"backend_kwargs['stop'] must be a string or a list of non-empty strings, got {value!r}.")
+        raise TypeError(
+            f"backend_kwargs['stop'] must be a string or a list of non-empty strings, got {value!r}."
+        )
     return list(stops)
+
+
+def _apply_do_sample(given: dict[str, Any]) -> None:
+    """Replace the HF-style ``do_sample`` in ``given`` by the temperature it means in vLLM.
+
+    Same reading as the HF backend: false is greedy whatever the temperature; true samples,
+    so a temperature of 0 contradicts it, and none given means transformers' default of 1.
+    """
+    if "do_sample" not in given:
+        return
+    do_sample = given.pop("do_sample")
+    if not isinstance(do_sample, bool):
+        raise TypeError(f"backend_kwargs['do_sample'] must be true or false, got {do_sample!r}.")
+    if not do_sample:
+        given["temperature"] = 0.0
+    elif given.setdefault("temperature", 1.0) == 0:
+        raise ValueError(
+            "backend_kwargs['do_sample'] is true but temperature is 0; use a positive temperature."
+        )
 
 
 def sampling_params_kwargs(backend_kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -146,6 +172,7 @@ def sampling_params_kwargs(backend_kwargs: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("give either backend_kwargs['max_tokens'] or ['max_new_tokens'], not both.")
     if "max_new_tokens" in given:
         given["max_tokens"] = given.pop("max_new_tokens")
+    _apply_do_sample(given)
     out: dict[str, Any] = {}
     for key, value in given.items():
         if key == "stop":
@@ -181,31 +208,10 @@ def engine_kwargs(backend_kwargs: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(out[key], bool):
             raise TypeError(f"backend_kwargs[{key!r}] must be true or false, got {out[key]!r}.")
     if not isinstance(out["dtype"], str):
-        raise TypeError(f"backend_kwargs['dtype'] must be a string such as 'auto' or 'bfloat16', got {out['dtype']!r}.")
+        raise TypeError(
+            f"backend_kwargs['dtype'] must be a string such as 'auto' or 'bfloat16', got {out['dtype']!r}."
+        )
     return {**out, "limit_mm_per_prompt": dict(MM_LIMITS)}
-
-
-def _load_vision_inputs(messages: list[dict[str, Any]]) -> tuple[list[Any], list[tuple[Any, dict[str, Any]]]]:
-    """Images (PIL) and videos ``(frames, metadata)`` of ``messages``, in message order.
-
-    Private stand-in for the shared qwen-vl-utils helper; see the module docstring for
-    what qwen-vl-utils returns.
-    """
-    try:
-        from qwen_vl_utils import process_vision_info
-    except ImportError as exc:
-        raise ImportError(f"the vLLM backends need qwen-vl-utils>=0.0.14: {INSTALL_HINT}") from exc
-    images, videos, _ = process_vision_info(messages, return_video_kwargs=True, return_video_metadata=True)
-    return list(images or []), list(videos or [])
-
-
-def sampled_fps(metadata: Mapping[str, Any]) -> float:
-    """Frames per second of the *sampled* clip: what the temporal M-RoPE step is built from.
-
-    Same formula as transformers 5's ``VideoMetadata.sampled_fps`` and qwen-vl-utils'
-    ``sample_fps``, so old and new vLLM see the same timing.
-    """
-    return len(metadata["frames_indices"]) / max(metadata["total_num_frames"], 1e-6) * metadata["fps"]
 
 
 def build_vllm_request(spec: PromptSpec, job: ScoreJob, processor: Any) -> dict[str, Any]:
@@ -213,23 +219,21 @@ def build_vllm_request(spec: PromptSpec, job: ScoreJob, processor: Any) -> dict[
 
     ``processor`` is anything with the Qwen2.5-VL chat template's ``apply_chat_template``
     (the HF processor, or its tokenizer). Reads the video (and, for the
-    ``first_video_last`` layout, its first and last frame with OpenCV) from disk.
+    ``first_video_last`` layout, its first and last frame with OpenCV) from disk, with
+    the same qwen-vl-utils settings as the HF backend.
     """
-    first_last = read_first_last_frames(job.video_path) if spec.frame_layout == "first_video_last" else None
-    messages = build_messages(
-        spec, job.task_text, job.video_path, nframes=job.nframes, max_pixels=job.max_pixels, first_last=first_last
-    )
+    messages = job_messages(spec, job)
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    images, videos = _load_vision_inputs(messages)
-    mm_data: dict[str, Any] = {"video": videos}
-    if images:
-        mm_data["image"] = images
+    vision = load_vision_inputs(messages)
+    mm_data: dict[str, Any] = {"video": list(zip(vision.videos, vision.video_metadata, strict=True))}
+    if vision.images:
+        mm_data["image"] = vision.images
+    # Both layouts hold exactly one video, hence the one scalar fps.
+    [fps] = vision.video_kwargs["fps"]
     return {
         "prompt": prompt,
         "multi_modal_data": mm_data,
-        # One video per request, so a scalar fps (a per-video list fails transformers 5's
-        # strict kwarg check).
-        "mm_processor_kwargs": {"do_sample_frames": False, "fps": sampled_fps(videos[0][1])},
+        "mm_processor_kwargs": {"do_sample_frames": False, "fps": fps},
     }
 
 
@@ -278,7 +282,23 @@ class QwenVllmBackend(RewardBackend):
         """The prompt and SamplingParams kwargs for ``job``: server settings plus its overrides."""
         overrides = job.backend_kwargs
         check_backend_kwargs(overrides, per_request=True)
-        return resolve_prompt(self._prompt, overrides), {**self._sampling, **sampling_params_kwargs(overrides)}
+        sampling = {**self._sampling, **sampling_params_kwargs(overrides)}
+        return resolve_prompt(self._prompt, overrides), sampling
+
+    def _prepare(self, jobs: Sequence[ScoreJob]) -> tuple[list[Any], list[Any], dict[int, Exception]]:
+        """Requests and SamplingParams of the good jobs (in order), and the bad jobs' errors by slot."""
+        requests, params, errors = [], [], {}
+        for slot, job in enumerate(jobs):
+            try:
+                spec, sampling = self.job_settings(job)
+                request = build_vllm_request(spec, job, self._processor)
+                param = self._vllm.SamplingParams(**sampling)
+            except Exception as exc:  # one bad job must not fail its batch-mates
+                errors[slot] = exc
+                continue
+            requests.append(request)
+            params.append(param)
+        return requests, params, errors
 
     def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
         """One engine call for the whole batch, one SamplingParams per job.
@@ -288,21 +308,12 @@ class QwenVllmBackend(RewardBackend):
         """
         if self._llm is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
-        results: list[str | Exception] = [RuntimeError("no output")] * len(jobs)
-        requests, params, slots = [], [], []
-        for slot, job in enumerate(jobs):
-            try:
-                spec, sampling = self.job_settings(job)
-                requests.append(build_vllm_request(spec, job, self._processor))
-                params.append(self._vllm.SamplingParams(**sampling))
-                slots.append(slot)
-            except Exception as exc:  # one bad job must not fail its batch-mates
-                results[slot] = exc
-        if requests:
-            outputs = self._llm.generate(requests, sampling_params=params, use_tqdm=False)
-            for slot, output in zip(slots, outputs, strict=True):
-                results[slot] = output.outputs[0].text
-        return results
+        requests, params, errors = self._prepare(jobs)
+        outputs = self._llm.generate(requests, sampling_params=params, use_tqdm=False) if requests else []
+        if len(outputs) != len(requests):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} prompts.")
+        texts = iter([output.outputs[0].text for output in outputs])
+        return [errors[slot] if slot in errors else next(texts) for slot in range(len(jobs))]
 
     def close(self) -> None:
         """Drop the engine so its GPU memory can be reclaimed."""

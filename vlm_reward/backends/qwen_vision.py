@@ -79,7 +79,9 @@ def _import_qwen_vl_utils() -> Any:
     try:
         from qwen_vl_utils import vision_process
     except ImportError as exc:
-        raise ImportError(f"reading videos for Qwen2.5-VL needs qwen-vl-utils and decord: {INSTALL_HINT}") from exc
+        raise ImportError(
+            f"reading videos for Qwen2.5-VL needs qwen-vl-utils and decord: {INSTALL_HINT}"
+        ) from exc
     return vision_process
 
 

@@ -1,0 +1,240 @@
+"""Client side of the VLM reward: episode frames -> MP4 -> ``POST /score`` -> score in [0, 1].
+
+What a call does, in order:
+
+1. samples at most ``nframes`` frames uniformly over the whole episode (first and last
+   included, all frames when the episode is shorter; deterministic);
+2. encodes them as an MP4 at ``video_fps`` into ``temp_video_dir``;
+3. posts ``task_text``, ``video_path`` (or ``video_b64`` with ``send_video_inline``),
+   ``nframes``, ``max_pixels``, ``video_fps``, ``backend``, ``backend_kwargs`` and
+   ``score_mode`` through one pooled ``requests`` session;
+4. removes the MP4 unless ``keep_temp_video``, whether the request succeeded or not.
+
+Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN or
+out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
+otherwise the episode gets the fallback score, a warning is logged once per kind of
+error, and the result says ``fallback=True`` with the reason. Only connection errors and
+502/503/504 are retried (``max_retries`` times): a timeout or a 4xx would fail again.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import requests
+
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from vlm_reward.video_io import encode_mp4
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = (502, 503, 504)
+
+
+class RewardRequestError(RuntimeError):
+    """A scoring call failed; ``kind`` groups errors for warnings and metrics."""
+
+    def __init__(self, kind: str, endpoint: str, message: str, status: int | None = None) -> None:
+        where = f"{endpoint} (HTTP {status})" if status is not None else endpoint
+        super().__init__(f"VLM reward request to {where} failed [{kind}]: {message}")
+        self.kind, self.endpoint, self.status, self.reason = kind, endpoint, status, message
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One finished episode to score: the policy's main images, oldest first."""
+
+    task_text: str
+    frames: Sequence[np.ndarray]
+    native_success: bool
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """The judgement of one episode; ``score`` is the fallback when ``fallback`` is True."""
+
+    score: float
+    raw_value: float | None
+    answer: str | None
+    latency_s: float
+    fallback: bool
+    error: str | None = None
+    error_kind: str | None = None
+    video_path: str | None = None
+    num_frames_sent: int = 0
+
+
+def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
+    """Indices of at most ``nframes`` frames spread evenly over ``num_frames``, ends included."""
+    if num_frames < 1:
+        raise ValueError(f"an episode needs at least one frame, got {num_frames}.")
+    if nframes < 1:
+        raise ValueError(f"nframes must be >= 1, got {nframes}.")
+    if num_frames <= nframes:
+        return np.arange(num_frames)
+    if nframes == 1:
+        return np.array([num_frames - 1])  # the end state is what decides success
+    return np.round(np.linspace(0, num_frames - 1, nframes)).astype(np.int64)
+
+
+class VLMRewardClient:
+    """Scores finished episodes against a reward server; thread-safe, one pooled session."""
+
+    def __init__(self, cfg: RewardModelConfig) -> None:
+        self.cfg = cfg
+        self.error_counts: Counter[str] = Counter()
+        self._warned: set[str] = set()
+        self._lock = threading.Lock()
+        self._session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=cfg.max_concurrency)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-reward")
+        self._video_dir = cfg.temp_video_dir or tempfile.gettempdir()
+        os.makedirs(self._video_dir, exist_ok=True)
+
+    def score_many(self, episodes: Sequence[Episode]) -> list[ScoreResult]:
+        """Score ``episodes`` concurrently (at most ``max_concurrency`` in flight), in order."""
+        if len(episodes) <= 1:
+            return [self.score(e) for e in episodes]
+        return list(self._pool.map(self.score, episodes))
+
+    def score(self, episode: Episode) -> ScoreResult:
+        """Score one episode; raises :class:`RewardRequestError` only with ``fail_on_request_error``."""
+        started = time.perf_counter()
+        frames = np.stack(
+            [
+                np.asarray(episode.frames[i])
+                for i in sample_frame_indices(len(episode.frames), self.cfg.nframes)
+            ]
+        )
+        path = os.path.join(self._video_dir, f"libero_episode_{uuid.uuid4().hex}.mp4")
+        try:
+            encode_mp4(frames, path, fps=self.cfg.video_fps)
+            body = self._post(self._payload(episode.task_text, path, len(frames)))
+        except RewardRequestError as exc:
+            return self._fallback(episode, exc, started, len(frames))
+        finally:
+            if not self.cfg.keep_temp_video and os.path.exists(path):
+                os.remove(path)
+        return ScoreResult(
+            score=body["score"],
+            raw_value=body.get("raw_value"),
+            answer=body.get("answer"),
+            latency_s=time.perf_counter() - started,
+            fallback=False,
+            video_path=path if self.cfg.keep_temp_video else None,
+            num_frames_sent=len(frames),
+        )
+
+    def close(self) -> None:
+        """Stop the worker threads and close the HTTP connections."""
+        self._pool.shutdown(wait=True)
+        self._session.close()
+
+    def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "task_text": task_text,
+            "nframes": nframes,
+            "max_pixels": self.cfg.max_pixels,
+            "video_fps": self.cfg.video_fps,
+            "backend_kwargs": dict(self.cfg.backend_kwargs),
+        }
+        if self.cfg.backend is not None:
+            payload["backend"] = self.cfg.backend
+        if self.cfg.score_mode is not None:
+            payload["score_mode"] = self.cfg.score_mode
+        if self.cfg.send_video_inline:
+            with open(path, "rb") as handle:
+                payload["video_b64"] = base64.b64encode(handle.read()).decode("ascii")
+        else:
+            payload["video_path"] = os.path.abspath(path)
+        return payload
+
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST with bounded retries for transient errors; returns the validated JSON body."""
+        for attempt in range(self.cfg.max_retries + 1):
+            try:
+                return self._post_once(payload)
+            except RewardRequestError as exc:
+                transient = exc.kind == "connection" or exc.status in RETRYABLE_STATUS
+                if not transient or attempt == self.cfg.max_retries:
+                    raise
+                time.sleep(min(0.5 * 2**attempt, 5.0))
+        raise AssertionError("unreachable")
+
+    def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+        endpoint = self.cfg.endpoint
+        try:
+            response = self._session.post(endpoint, json=payload, timeout=self.cfg.timeout)
+        except requests.Timeout as exc:
+            raise RewardRequestError("timeout", endpoint, f"no answer within {self.cfg.timeout} s") from exc
+        except requests.RequestException as exc:
+            raise RewardRequestError("connection", endpoint, _short(exc)) from exc
+        try:
+            body = response.json()
+        except ValueError as exc:
+            message = f"body is not JSON: {response.text[:200]!r}"
+            raise RewardRequestError("malformed_response", endpoint, message, response.status_code) from exc
+        if response.status_code != 200:
+            raise RewardRequestError("http_error", endpoint, _server_message(body), response.status_code)
+        return _validated(body, endpoint)
+
+    def _fallback(self, episode: Episode, exc: RewardRequestError, started: float, sent: int) -> ScoreResult:
+        if self.cfg.fail_on_request_error:
+            raise exc
+        with self._lock:
+            self.error_counts[exc.kind] += 1
+            first = exc.kind not in self._warned
+            self._warned.add(exc.kind)
+        if first:
+            logger.warning("%s; using the fallback score (warned once per kind of error).", exc)
+        fallback = self.cfg.fallback_score
+        score = float(episode.native_success) if fallback is None else fallback
+        return ScoreResult(
+            score=score,
+            raw_value=None,
+            answer=None,
+            latency_s=time.perf_counter() - started,
+            fallback=True,
+            error=str(exc),
+            error_kind=exc.kind,
+            num_frames_sent=sent,
+        )
+
+
+def _validated(body: Any, endpoint: str) -> dict[str, Any]:
+    if not isinstance(body, dict) or "score" not in body:
+        message = f"no 'score' in the response: {str(body)[:200]}"
+        raise RewardRequestError("malformed_response", endpoint, message)
+    score = body["score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise RewardRequestError("invalid_score", endpoint, f"score is not a number: {score!r}")
+    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+        raise RewardRequestError("invalid_score", endpoint, f"score {score!r} is not in [0, 1]")
+    return {**body, "score": float(score)}
+
+
+def _server_message(body: Any) -> str:
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+        return f"{error.get('type', 'error')}: {error.get('message', '')}"
+    return str(body)[:200]
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."

@@ -1,0 +1,79 @@
+"""The reward_model block: defaults, the YAML files, and clear errors for bad values."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+from omegaconf import OmegaConf
+
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from tests.envs.conftest import ENV_CONFIG_DIR
+
+DESIGN_DEFAULTS = {
+    "enable": False,
+    "endpoint": "http://127.0.0.1:18080/score",
+    "timeout": 120,
+    "nframes": 16,
+    "max_pixels": 200704,
+    "backend": "qwen2_5_vl_vllm",
+    "backend_kwargs": {},
+    "video_fps": 4,
+    "fail_on_request_error": False,
+    "binary_reward": True,
+    "success_threshold": 0.5,
+    "keep_temp_video": False,
+    "temp_video_dir": None,
+}
+ENV_YAMLS = sorted(p.name for p in ENV_CONFIG_DIR.glob("libero_*.yaml"))
+
+
+def test_defaults_are_the_designed_ones() -> None:
+    defaults = asdict(RewardModelConfig())
+    assert {k: defaults[k] for k in DESIGN_DEFAULTS} == DESIGN_DEFAULTS
+
+
+@pytest.mark.parametrize("name", ENV_YAMLS, ids=ENV_YAMLS)
+def test_every_env_yaml_has_the_full_block_with_the_defaults(name: str) -> None:
+    block = OmegaConf.load(ENV_CONFIG_DIR / name).reward_model
+    parsed = RewardModelConfig.from_mapping(block)
+    assert set(block) == set(asdict(parsed)), "every knob must be spelled out in the YAML"
+    assert parsed == RewardModelConfig()
+
+
+def test_missing_block_means_disabled() -> None:
+    assert RewardModelConfig.from_mapping(None).enable is False
+
+
+BAD_BLOCKS = [
+    ("misspelled", {"enabel": True}, ValueError, "enabel"),
+    ("unknown", {"enable": True, "n_frames": 8}, ValueError, "n_frames"),
+    ("bool_as_int", {"nframes": True}, TypeError, "nframes"),
+    ("str_for_float", {"timeout": "120"}, TypeError, "timeout"),
+    ("float_for_int", {"nframes": 16.5}, TypeError, "nframes"),
+    ("null_required", {"enable": None}, TypeError, "enable"),
+    ("zero_nframes", {"nframes": 0}, ValueError, "nframes"),
+    ("negative_timeout", {"timeout": -1}, ValueError, "timeout"),
+    ("nan_fps", {"video_fps": float("nan")}, ValueError, "video_fps"),
+    ("threshold_above_1", {"success_threshold": 1.5}, ValueError, "success_threshold"),
+    ("fallback_negative", {"fallback_score": -0.1}, ValueError, "fallback_score"),
+    ("bad_score_mode", {"score_mode": "percent"}, ValueError, "score_mode"),
+    ("not_a_url", {"endpoint": "127.0.0.1:18080/score"}, ValueError, "endpoint"),
+    ("kwargs_not_mapping", {"backend_kwargs": ["a"]}, TypeError, "backend_kwargs"),
+    ("negative_retries", {"max_retries": -1}, ValueError, "max_retries"),
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "error", "key"), [b[1:] for b in BAD_BLOCKS], ids=[b[0] for b in BAD_BLOCKS]
+)
+def test_bad_values_name_the_key(block: dict, error: type[Exception], key: str) -> None:
+    with pytest.raises(error, match=key):
+        RewardModelConfig.from_mapping(block)
+
+
+def test_ints_are_accepted_for_floats_and_interpolations_resolve() -> None:
+    cfg = OmegaConf.create({"log": "/tmp/x", "rm": {"timeout": 5, "episode_log_dir": "${log}"}})
+    parsed = RewardModelConfig.from_mapping(cfg.rm)
+    assert parsed.timeout == 5.0 and isinstance(parsed.timeout, float)
+    assert parsed.episode_log_dir == "/tmp/x"

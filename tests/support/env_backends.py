@@ -1,0 +1,45 @@
+"""A reward backend for the env tests: a known answer, and a record of every job it saw.
+
+Loaded with ``--plugin tests.support.env_backends``. Server kwargs: ``log_path`` (JSONL,
+one line per job: task, number of frames in the video it received, time of the call),
+``answer`` (default answer), ``generate_seconds`` (latency per call). Per request,
+``backend_kwargs={"answer": ...}`` overrides the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+
+from vlm_reward.backends import RewardBackend, ScoreJob, register_backend
+from vlm_reward.video_io import count_frames
+
+
+@register_backend
+class RecordingBackend(RewardBackend):
+    """Answers a fixed text and logs each job's task and received frame count."""
+
+    name = "recording"
+
+    def __init__(
+        self, model: str, log_path: str, answer: str = "<answer>0.7</answer>", generate_seconds: float = 0.0
+    ) -> None:
+        super().__init__(model)
+        self.log_path, self.answer, self.generate_seconds = log_path, answer, generate_seconds
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        open(self.log_path, "a").close()
+
+    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
+        started = time.time()
+        time.sleep(self.generate_seconds)
+        lines = [
+            {"task": j.task_text, "frames": count_frames(j.video_path), "start": started, "end": time.time()}
+            for j in jobs
+        ]
+        with self._lock, open(self.log_path, "a") as log:
+            log.writelines(json.dumps(line) + "\n" for line in lines)
+        return [str(j.backend_kwargs.get("answer", self.answer)) for j in jobs]

@@ -1,0 +1,91 @@
+"""The reward server as a real child process on 127.0.0.1, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import requests
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """``python -m vlm_reward.libero_reward_server`` as a child process, with its log in a file.
+
+    ``plugins`` are modules imported with ``--plugin`` (they register test backends).
+    """
+
+    def __init__(
+        self,
+        args: list[str],
+        log_path: Path,
+        env: dict[str, str] | None = None,
+        plugins: tuple[str, ...] = ("tests.support.fake_backends",),
+        port: int | None = None,
+    ) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        cmd = [sys.executable, "-m", "vlm_reward.libero_reward_server"]
+        for plugin in plugins:
+            cmd += ["--plugin", plugin]
+        cmd += ["--host", "127.0.0.1", "--port", str(self.port), *args]
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=log, stderr=log)
+
+    @property
+    def endpoint(self) -> str:
+        """The ``/score`` URL, as a ``reward_model.endpoint``."""
+        return self.url("/score")
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_until(
+        self, predicate: Callable[[requests.Response], bool], timeout: float = 60.0
+    ) -> requests.Response:
+        """Poll ``/health`` until ``predicate`` holds; fail with the server log if it never does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                response = requests.get(self.url("/health"), timeout=2)
+                if predicate(response):
+                    return response
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.05)
+        pytest.fail(f"server /health never reached the expected state in {timeout} s:\n{self.log()}")
+
+    def wait_ready(self, timeout: float = 60.0) -> ServerProcess:
+        self.wait_until(lambda r: r.status_code == 200, timeout)
+        return self
+
+    def stop(self) -> int:
+        """SIGTERM (uvicorn's graceful shutdown); returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode

@@ -1,0 +1,350 @@
+"""Tests for the transformers backend and the shared qwen-vl-utils step, on the tiny checkpoint.
+
+Everything is real: the tiny Qwen2.5-VL's processor and weights, qwen-vl-utils decoding
+the fixture MP4 with decord, and ``generate``. Only missing packages are simulated.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from vlm_reward.backends import ScoreJob, resolve_backend
+from vlm_reward.backends.qwen2_5_vl_hf import (
+    INSTALL_HINT,
+    GenerationSettings,
+    QwenHFBackend,
+    generation_settings,
+    processor_inputs,
+    render_prompt,
+)
+from vlm_reward.backends.qwen_vision import fit_video_entry, job_messages, load_vision_inputs
+from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
+
+TASK = "put the bowl on the plate"
+FIXTURE_FRAMES = 16  # the sample_mp4 fixture: 16 frames at 4 fps
+# Small frames keep the vision tower fast on CPU (64x64 frames snap to 112x112).
+MAX_PIXELS = 112 * 112
+
+
+def make_job(video: str, nframes: int = 8, **backend_kwargs: Any) -> ScoreJob:
+    return ScoreJob(
+        TASK, video, nframes=nframes, max_pixels=MAX_PIXELS, video_fps=4.0, backend_kwargs=backend_kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def backend(tiny_qwen_checkpoint: str) -> QwenHFBackend:
+    loaded = QwenHFBackend(tiny_qwen_checkpoint, max_new_tokens=4)
+    loaded.load()
+    return loaded
+
+
+def model_inputs(backend: QwenHFBackend, spec: PromptSpec, *jobs: ScoreJob) -> Any:
+    """What ``generate`` feeds the model for ``jobs`` (the backend's own plain functions)."""
+    messages = [job_messages(spec, job) for job in jobs]
+    texts = [render_prompt(backend._processor, m) for m in messages]
+    return processor_inputs(backend._processor, texts, [load_vision_inputs(m) for m in messages])
+
+
+# --- registry, construction, kwargs ----------------------------------------------------
+
+
+def test_registered_under_its_name() -> None:
+    assert resolve_backend("qwen2_5_vl_hf") is QwenHFBackend
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"top_p": 0.9}, "valid keys for this backend: device, do_sample"),
+        ({"device": "gpu0"}, "'cpu', 'cuda' or 'cuda:N'"),
+        ({"dtype": "fp8"}, "auto, float32, bfloat16, float16"),
+        ({"max_new_tokens": 0}, "positive integer"),
+        ({"prompt": "llava"}, "valid presets: qwen, primo"),
+    ],
+    ids=["unknown-key", "bad-device", "bad-dtype", "zero-tokens", "unknown-preset"],
+)
+def test_bad_server_kwargs_fail_at_construction(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        QwenHFBackend("unused", **kwargs)
+
+
+def test_server_prompt_kwargs_set_the_backend_prompt() -> None:
+    backend = QwenHFBackend("unused", prompt="primo", question_template="Progress on {task}?")
+    spec, _ = backend.job_settings(make_job("v.mp4"))
+    assert spec.frame_layout == "first_video_last"
+    assert spec.system_prompt == PRIMO_PROMPT.system_prompt
+    assert spec.question(TASK) == f"Progress on {TASK}?"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "base", "expected"),
+    [
+        ({}, GenerationSettings(), GenerationSettings()),
+        ({"max_new_tokens": 7}, GenerationSettings(), GenerationSettings(max_new_tokens=7)),
+        ({"max_tokens": 7}, GenerationSettings(), GenerationSettings(max_new_tokens=7)),
+        ({"temperature": 0.7}, GenerationSettings(), GenerationSettings(do_sample=True, temperature=0.7)),
+        (
+            {"temperature": 0},
+            GenerationSettings(do_sample=True, temperature=0.7),
+            GenerationSettings(temperature=0.0),
+        ),
+        ({"do_sample": True}, GenerationSettings(max_new_tokens=3), GenerationSettings(3, True)),
+        ({"temperature": 0.5, "do_sample": False}, GenerationSettings(), GenerationSettings(temperature=0.5)),
+        ({"prompt": "primo"}, GenerationSettings(9, True, 1.0), GenerationSettings(9, True, 1.0)),
+    ],
+    ids=[
+        "defaults",
+        "max-new-tokens",
+        "vllm-alias",
+        "temperature-implies-sampling",
+        "zero-temperature-is-greedy",
+        "inherits-budget",
+        "explicit-greedy-wins",
+        "non-generation-key-ignored",
+    ],
+)
+def test_generation_settings(
+    kwargs: dict[str, Any], base: GenerationSettings, expected: GenerationSettings
+) -> None:
+    assert generation_settings(kwargs, base) == expected
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_new_tokens": True}, "positive integer"),
+        ({"max_new_tokens": 2.5}, "positive integer"),
+        ({"max_new_tokens": 4, "max_tokens": 4}, "not both"),
+        ({"temperature": -1}, ">= 0"),
+        ({"temperature": "hot"}, ">= 0"),
+        ({"do_sample": "yes"}, "true or false"),
+        ({"do_sample": True, "temperature": 0}, "positive temperature"),
+    ],
+    ids=[
+        "bool-budget",
+        "float-budget",
+        "both-budget-names",
+        "negative-temp",
+        "string-temp",
+        "string-sample",
+        "sample-at-zero",
+    ],
+)
+def test_generation_settings_reject_bad_values(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        generation_settings(kwargs, GenerationSettings())
+
+
+@pytest.mark.parametrize(
+    ("settings", "checkpoint_budget", "expected"),
+    [
+        (GenerationSettings(), 8, {"max_new_tokens": 8, "do_sample": False}),
+        (GenerationSettings(), None, {"max_new_tokens": 512, "do_sample": False}),
+        (GenerationSettings(3), 8, {"max_new_tokens": 3, "do_sample": False}),
+        (GenerationSettings(3, True, 0.5), 8, {"max_new_tokens": 3, "do_sample": True, "temperature": 0.5}),
+    ],
+    ids=["checkpoint-budget", "fallback-budget", "own-budget", "sampling"],
+)
+def test_generate_kwargs(
+    settings: GenerationSettings, checkpoint_budget: int | None, expected: dict[str, Any]
+) -> None:
+    kwargs = settings.generate_kwargs(checkpoint_budget)
+    assert {k: v for k, v in kwargs.items() if v is not None} == expected
+
+
+# --- the shared qwen-vl-utils step -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "total_frames", "expected"),
+    [
+        ({"nframes": 8}, 16, {"nframes": 8}),
+        ({"nframes": 16}, 16, {"nframes": 16}),
+        ({"nframes": 15}, 16, {"nframes": 16}),
+        ({"nframes": 16}, 10, {"nframes": 10}),
+        ({"nframes": 16}, 9, {"nframes": 8}),
+        ({"nframes": 9}, 9, {"nframes": 8}),
+        ({"nframes": 1}, 16, {"nframes": 2}),
+        ({"max_pixels": 200704}, 16, {"max_pixels": 200704, "min_pixels": 100352}),
+        ({"max_pixels": 12544}, 16, {"max_pixels": 12544, "min_pixels": 12544}),
+        ({"max_pixels": 12544, "min_pixels": 3136}, 16, {"max_pixels": 12544, "min_pixels": 3136}),
+    ],
+    ids=[
+        "fewer-than-file",
+        "all-frames",
+        "odd-rounds-up-like-qwen",
+        "short-video-capped",
+        "odd-short-video-even",
+        "odd-equal-even",
+        "at-least-two",
+        "qwen-floor-kept",
+        "floor-capped-at-max",
+        "explicit-min-kept",
+    ],
+)
+def test_fit_video_entry(entry: dict[str, Any], total_frames: int, expected: dict[str, Any]) -> None:
+    from qwen_vl_utils import vision_process
+
+    fitted = fit_video_entry({"video": "v.mp4", **entry}, total_frames, vision_process)
+    assert fitted == {"video": "v.mp4", **expected}
+
+
+def test_fit_video_entry_rejects_a_one_frame_video() -> None:
+    from qwen_vl_utils import vision_process
+
+    with pytest.raises(ValueError, match="1 frame"):
+        fit_video_entry({"video": "v.mp4", "nframes": 8}, 1, vision_process)
+
+
+def test_load_vision_inputs_leaves_messages_untouched(sample_mp4: str) -> None:
+    messages = job_messages(QWEN_VIDEO_PROMPT, make_job(sample_mp4, nframes=32))
+    video_entry = dict(messages[1]["content"][0])
+    vision = load_vision_inputs(messages)
+    assert messages[1]["content"][0] == video_entry
+    assert vision.videos[0].shape[0] == FIXTURE_FRAMES  # capped to the file, not 32
+    assert vision.video_metadata[0]["total_num_frames"] == FIXTURE_FRAMES
+    # All frames of a 4 fps file sampled: the clip's rate is the file's.
+    assert vision.video_kwargs == {"do_sample_frames": False, "fps": [pytest.approx(4.0)]}
+
+
+def test_missing_qwen_vl_utils_names_the_extra(monkeypatch: pytest.MonkeyPatch, sample_mp4: str) -> None:
+    monkeypatch.setitem(sys.modules, "qwen_vl_utils", None)
+    with pytest.raises(ImportError, match=r"pip install 'libero-vlm-reward\[hf\]'"):
+        load_vision_inputs(job_messages(QWEN_VIDEO_PROMPT, make_job(sample_mp4)))
+
+
+@pytest.mark.parametrize("module", ["transformers", "torch"], ids=["transformers", "torch"])
+def test_missing_transformers_names_the_extra(monkeypatch: pytest.MonkeyPatch, module: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(ImportError, match=r"pip install 'libero-vlm-reward\[hf\]'") as excinfo:
+        QwenHFBackend("unused").load()
+    assert INSTALL_HINT in str(excinfo.value)
+
+
+def test_cuda_without_a_gpu_fails_to_load(tiny_qwen_checkpoint: str) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(RuntimeError, match="no CUDA device"):
+        QwenHFBackend(tiny_qwen_checkpoint, device="cuda").load()
+
+
+# --- model inputs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nframes", [4, 8, 16], ids=["4-frames", "8-frames", "all-16-frames"])
+def test_processor_sees_exactly_nframes(backend: QwenHFBackend, sample_mp4: str, nframes: int) -> None:
+    """qwen-vl-utils' 2 fps default would give 8 of the 16 frames whatever nframes says."""
+    inputs = model_inputs(backend, QWEN_VIDEO_PROMPT, make_job(sample_mp4, nframes=nframes))
+    temporal_patch = backend._processor.video_processor.temporal_patch_size
+    assert inputs["video_grid_thw"].tolist()[0][0] == nframes // temporal_patch
+    # The M-RoPE time step comes from the sampled rate: nframes of 16 frames at 4 fps.
+    assert inputs["second_per_grid_ts"][0].item() == pytest.approx(
+        temporal_patch / (nframes / FIXTURE_FRAMES * 4)
+    )
+
+
+def test_primo_layout_is_image_video_image_text(backend: QwenHFBackend, sample_mp4: str) -> None:
+    spec, _ = backend.job_settings(make_job(sample_mp4, prompt="primo"))
+    messages = job_messages(spec, make_job(sample_mp4))
+    assert [item["type"] for item in messages[1]["content"]] == ["image", "video", "image", "text"]
+    inputs = model_inputs(backend, spec, make_job(sample_mp4))
+    grids = inputs["image_grid_thw"]
+    assert grids.shape[0] == 2
+    assert inputs["pixel_values"].shape[0] == int(grids.prod(dim=1).sum())
+    assert inputs["video_grid_thw"].shape[0] == 1
+    image_token = backend._processor.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    merge = backend._processor.image_processor.merge_size**2
+    assert int((inputs["input_ids"] == image_token).sum()) == int(grids.prod(dim=1).sum()) // merge
+
+
+def test_primo_first_and_last_images_are_the_first_and_last_frames(sample_mp4: str) -> None:
+    """The fixture's red square slides left to right: it is left in the first image, right in the last."""
+    import numpy as np
+
+    messages = job_messages(PRIMO_PROMPT, make_job(sample_mp4))
+    first, last = (np.asarray(item["image"]) for item in messages[1]["content"][::2])
+    # The background's blue is 128 everywhere; only the square is pure red.
+    is_red = [(im[..., 0] > 200) & (im[..., 1] < 60) & (im[..., 2] < 60) for im in (first, last)]
+    red_columns = [np.nonzero(mask)[1].mean() for mask in is_red]
+    assert red_columns[0] < 20 < 44 < red_columns[1]
+
+
+@pytest.mark.parametrize(
+    ("override", "present", "absent"),
+    [
+        ({"question_template": "Q: is '{task}' done?"}, f"Q: is '{TASK}' done?", "Watch the whole video"),
+        (
+            {"system_prompt": "You grade robots."},
+            "system\nYou grade robots.<|im_end|>",
+            QWEN_VIDEO_PROMPT.system_prompt,
+        ),
+        ({"prompt": "primo"}, PRIMO_PROMPT.system_prompt, QWEN_VIDEO_PROMPT.system_prompt),
+    ],
+    ids=["question", "system", "preset"],
+)
+def test_request_prompt_override_changes_rendered_text(
+    backend: QwenHFBackend, sample_mp4: str, override: dict[str, str], present: str, absent: str
+) -> None:
+    job = make_job(sample_mp4, **override)
+    spec, _ = backend.job_settings(job)
+    text = render_prompt(backend._processor, job_messages(spec, job))
+    assert present in text
+    assert absent not in text
+    default_text = render_prompt(backend._processor, job_messages(QWEN_VIDEO_PROMPT, job))
+    assert absent in default_text
+
+
+# --- generate --------------------------------------------------------------------------
+
+
+def test_generate_returns_one_string(backend: QwenHFBackend, sample_mp4: str) -> None:
+    outputs = backend.generate([make_job(sample_mp4)])
+    assert len(outputs) == 1
+    assert isinstance(outputs[0], str)
+    assert outputs[0]  # the random model does emit text (no early stop on this prompt)
+
+
+def test_bad_request_kwargs_fail_only_their_job(backend: QwenHFBackend, sample_mp4: str) -> None:
+    jobs = [
+        make_job(sample_mp4),
+        make_job(sample_mp4, top_p=0.5),
+        make_job(sample_mp4, device="cpu"),
+        make_job(sample_mp4, max_new_tokens=-1),
+        make_job(sample_mp4, prompt="nope"),
+        replace(make_job(sample_mp4), video_path=sample_mp4 + ".missing"),
+    ]
+    outputs = backend.generate(jobs)
+    assert isinstance(outputs[0], str)
+    assert isinstance(outputs[1], ValueError)
+    assert "valid keys per request: do_sample, frame_layout" in str(outputs[1])
+    assert isinstance(outputs[2], ValueError)
+    assert "load-time settings" in str(outputs[2])
+    assert isinstance(outputs[3], ValueError)
+    assert isinstance(outputs[4], ValueError)
+    assert isinstance(outputs[5], Exception)
+
+
+def test_batch_of_three_matches_one_by_one(backend: QwenHFBackend, sample_mp4: str) -> None:
+    """Left padding: each answer in a mixed batch is the answer the job gets alone (greedy)."""
+    jobs = [
+        make_job(sample_mp4),
+        replace(make_job(sample_mp4, prompt="primo"), task_text="open the top drawer of the cabinet"),
+        make_job(sample_mp4, nframes=4, max_new_tokens=2),
+    ]
+    batch = backend.generate(jobs)
+    assert len(batch) == 3
+    assert all(isinstance(out, str) for out in batch)
+    assert batch == [backend.generate([job])[0] for job in jobs]
+    assert batch[0] != batch[1]  # different prompts, different answers: the batch is not one row
+
+
+def test_generate_before_load_is_an_error(sample_mp4: str) -> None:
+    with pytest.raises(RuntimeError, match="not loaded"):
+        QwenHFBackend("unused").generate([make_job(sample_mp4)])

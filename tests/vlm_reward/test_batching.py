@@ -1,0 +1,194 @@
+"""Unit tests for vlm_reward.batching.DynamicBatcher, driven from plain threads (fast)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+
+import pytest
+
+from vlm_reward.batching import BatcherClosedError, DynamicBatcher
+
+
+class RecordingGenerate:
+    """A ``generate`` that doubles ints, records its batches, and can fail or block on demand."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.batches: list[list[int]] = []
+        self.delay_s = delay_s
+        self.active = 0
+        self.max_active = 0
+        self.release = threading.Event()
+        self.release.set()
+        self._lock = threading.Lock()
+
+    def __call__(self, jobs: list[int]) -> Sequence[int | BaseException]:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        try:
+            self.release.wait(5)
+            time.sleep(self.delay_s)
+            self.batches.append(list(jobs))
+            return [ValueError(f"bad job {j}") if j < 0 else 2 * j for j in jobs]
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+@pytest.fixture
+def make_batcher() -> Callable[..., DynamicBatcher[int, int]]:
+    """Build batchers that are always closed at the end of the test."""
+    made: list[DynamicBatcher[int, int]] = []
+
+    def make(generate: Callable[[list[int]], Sequence[int | BaseException]], **kwargs: object):
+        batcher: DynamicBatcher[int, int] = DynamicBatcher(generate, **kwargs)  # type: ignore[arg-type]
+        made.append(batcher)
+        return batcher
+
+    yield make
+    for batcher in made:
+        batcher.close(timeout=5)
+
+
+def test_jobs_submitted_together_share_one_generate_call(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=200)
+    futures = [batcher.submit(j) for j in range(8)]
+    assert [f.result(timeout=5) for f in futures] == [2 * j for j in range(8)]
+    assert gen.batches == [list(range(8))]
+
+
+def test_batches_are_capped_at_max_batch_size_and_keep_order(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=4, max_wait_ms=200)
+    futures = [batcher.submit(j) for j in range(10)]
+    assert [f.result(timeout=5) for f in futures] == [2 * j for j in range(10)]
+    assert gen.batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_job_after_the_wait_window_goes_into_a_new_batch(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=20)
+    assert batcher.submit(1).result(timeout=5) == 2
+    time.sleep(0.1)
+    assert batcher.submit(2).result(timeout=5) == 4
+    assert gen.batches == [[1], [2]]
+
+
+def test_zero_wait_still_takes_jobs_that_are_already_queued(make_batcher) -> None:
+    gen = RecordingGenerate()
+    gen.release.clear()  # hold the first batch so the next jobs queue up behind it
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=0)
+    first = batcher.submit(0)
+    _wait_until(lambda: gen.active == 1)
+    rest = [batcher.submit(j) for j in (1, 2, 3)]
+    gen.release.set()
+    assert [f.result(timeout=5) for f in (first, *rest)] == [0, 2, 4, 6]
+    assert gen.batches == [[0], [1, 2, 3]]
+
+
+def test_a_failing_job_fails_only_its_own_future(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=200)
+    futures = {j: batcher.submit(j) for j in (1, -2, 3)}
+    assert futures[1].result(timeout=5) == 2
+    assert futures[3].result(timeout=5) == 6
+    with pytest.raises(ValueError, match="bad job -2"):
+        futures[-2].result(timeout=5)
+    assert gen.batches == [[1, -2, 3]]
+
+
+@pytest.mark.parametrize(
+    ("generate", "error", "match"),
+    [
+        (lambda jobs: (_ for _ in ()).throw(RuntimeError("model crashed")), RuntimeError, "model crashed"),
+        (lambda jobs: [1], RuntimeError, "returned 1 answers for 3 jobs"),
+    ],
+    ids=["generate-raises", "wrong-number-of-answers"],
+)
+def test_a_failing_batch_fails_every_job_in_it(make_batcher, generate, error, match) -> None:
+    batcher = make_batcher(generate, max_batch_size=8, max_wait_ms=200)
+    futures = [batcher.submit(j) for j in range(3)]
+    for future in futures:
+        with pytest.raises(error, match=match):
+            future.result(timeout=5)
+
+
+def test_worker_survives_a_failed_batch(make_batcher) -> None:
+    calls: list[list[int]] = []
+
+    def generate(jobs: list[int]) -> list[int]:
+        calls.append(jobs)
+        if len(calls) == 1:
+            raise RuntimeError("first call fails")
+        return [j + 100 for j in jobs]
+
+    batcher = make_batcher(generate, max_batch_size=8, max_wait_ms=0)
+    with pytest.raises(RuntimeError):
+        batcher.submit(1).result(timeout=5)
+    assert batcher.submit(2).result(timeout=5) == 102
+
+
+def test_generate_is_never_called_concurrently(make_batcher) -> None:
+    gen = RecordingGenerate(delay_s=0.01)
+    batcher = make_batcher(gen, max_batch_size=3, max_wait_ms=1)
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(lambda j: batcher.submit(j).result(timeout=10), range(48)))
+    assert results == [2 * j for j in range(48)]
+    assert gen.max_active == 1
+    assert sorted(j for batch in gen.batches for j in batch) == list(range(48))
+    assert max(len(batch) for batch in gen.batches) <= 3
+
+
+def test_cancelled_job_is_not_sent_to_the_model(make_batcher) -> None:
+    gen = RecordingGenerate()
+    gen.release.clear()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=0)
+    first = batcher.submit(1)
+    _wait_until(lambda: gen.active == 1)
+    cancelled, kept = batcher.submit(2), batcher.submit(3)
+    assert cancelled.cancel()
+    gen.release.set()
+    assert (first.result(timeout=5), kept.result(timeout=5)) == (2, 6)
+    with pytest.raises(CancelledError):
+        cancelled.result(timeout=0)
+    assert gen.batches == [[1], [3]]
+
+
+def test_close_finishes_queued_jobs_then_refuses_new_ones(make_batcher) -> None:
+    gen = RecordingGenerate(delay_s=0.05)
+    batcher = make_batcher(gen, max_batch_size=1, max_wait_ms=0)
+    futures: list[Future[int]] = [batcher.submit(j) for j in range(3)]
+    batcher.close(timeout=5)
+    assert [f.result(timeout=0) for f in futures] == [0, 2, 4]
+    assert not batcher._thread.is_alive()
+    with pytest.raises(BatcherClosedError, match="closed"):
+        batcher.submit(4)
+    batcher.close(timeout=1)  # idempotent
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"max_batch_size": 0}, "max_batch_size"),
+        ({"max_batch_size": 2.5}, "max_batch_size"),
+        ({"max_batch_size": True}, "max_batch_size"),
+        ({"max_wait_ms": -1}, "max_wait_ms"),
+        ({"max_wait_ms": float("nan")}, "max_wait_ms"),
+    ],
+    ids=["batch-zero", "batch-float", "batch-bool", "wait-negative", "wait-nan"],
+)
+def test_bad_settings_are_rejected(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        DynamicBatcher(lambda jobs: jobs, **kwargs)  # type: ignore[arg-type]
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.005)

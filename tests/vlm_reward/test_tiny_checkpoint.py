@@ -1,0 +1,215 @@
+"""Tests for the tiny offline Qwen2.5-VL checkpoint: real processor, matching ids, small, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vlm_reward.tiny_checkpoint import SPECIAL_TOKENS, build_tiny_qwen2_5_vl, main
+
+REPO = Path(__file__).resolve().parents[2]
+
+SYSTEM = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+VIDEO = {"type": "video", "video": "episode.mp4"}
+IMAGE = {"type": "image", "image": "frame.png"}
+
+
+@pytest.fixture(scope="module")
+def processor(tiny_qwen_checkpoint: str) -> Any:
+    from transformers import AutoProcessor
+
+    return AutoProcessor.from_pretrained(tiny_qwen_checkpoint)
+
+
+def test_checkpoint_is_under_5_mb(tiny_qwen_checkpoint: str) -> None:
+    total = sum(f.stat().st_size for f in Path(tiny_qwen_checkpoint).iterdir())
+    assert total < 5 * 1024 * 1024
+
+
+@pytest.mark.slow
+def test_loads_offline_with_auto_classes(tiny_qwen_checkpoint: str) -> None:
+    """A fresh interpreter with the hub switched off (and no reachable proxy) loads both halves."""
+    code = (
+        "import sys\n"
+        "from transformers import AutoModelForImageTextToText, AutoProcessor\n"
+        "p = AutoProcessor.from_pretrained(sys.argv[1])\n"
+        "m = AutoModelForImageTextToText.from_pretrained(sys.argv[1])\n"
+        "print(type(p).__name__, type(m).__name__)\n"
+    )
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code, tiny_qwen_checkpoint],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["Qwen2_5_VLProcessor", "Qwen2_5_VLForConditionalGeneration"]
+
+
+def test_processor_has_the_real_image_and_video_processors(processor: Any) -> None:
+    """The classes transformers itself picks for Qwen2.5-VL, not stand-ins."""
+    from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
+    from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
+
+    assert type(processor).__name__ == "Qwen2_5_VLProcessor"
+    assert type(processor.image_processor).__name__ in IMAGE_PROCESSOR_MAPPING_NAMES["qwen2_5_vl"]
+    assert type(processor.video_processor).__name__ == VIDEO_PROCESSOR_MAPPING_NAMES["qwen2_5_vl"]
+    assert type(processor.tokenizer).__name__ == "Qwen2TokenizerFast"
+    # The 7B model's vision geometry, which qwen-vl-utils' 28 px snapping assumes.
+    for proc in (processor.image_processor, processor.video_processor):
+        assert (proc.patch_size, proc.merge_size, proc.temporal_patch_size) == (14, 2, 2)
+
+
+@pytest.mark.parametrize(
+    ("messages", "add_generation_prompt", "expected"),
+    [
+        (
+            [{"role": "user", "content": "hi"}],
+            True,
+            SYSTEM + "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+        ),
+        (
+            [
+                {"role": "system", "content": [{"type": "text", "text": "Judge."}]},
+                {"role": "user", "content": [VIDEO, {"type": "text", "text": "Done?"}]},
+            ],
+            True,
+            "<|im_start|>system\nJudge.<|im_end|>\n<|im_start|>user\n"
+            "<|vision_start|><|video_pad|><|vision_end|>Done?<|im_end|>\n<|im_start|>assistant\n",
+        ),
+        (
+            [{"role": "user", "content": [IMAGE, VIDEO, IMAGE, {"type": "text", "text": "Q"}]}],
+            False,
+            SYSTEM + "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
+            "<|vision_start|><|video_pad|><|vision_end|><|vision_start|><|image_pad|><|vision_end|>Q<|im_end|>\n",
+        ),
+        (
+            [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}],
+            False,
+            SYSTEM + "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n",
+        ),
+    ],
+    ids=["default-system", "video-question", "primo-layout", "multi-turn-no-generation-prompt"],
+)
+def test_chat_template_renders_qwen_format(
+    processor: Any, messages: list[dict[str, Any]], add_generation_prompt: bool, expected: str
+) -> None:
+    for owner in (processor, processor.tokenizer):  # vLLM renders with either
+        text = owner.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        assert text == expected
+
+
+@pytest.mark.parametrize(
+    ("attribute", "token"),
+    [
+        ("image_token_id", "<|image_pad|>"),
+        ("video_token_id", "<|video_pad|>"),
+        ("vision_start_token_id", "<|vision_start|>"),
+        ("vision_end_token_id", "<|vision_end|>"),
+        ("eos_token_id", "<|im_end|>"),
+        ("pad_token_id", "<|endoftext|>"),
+        ("bos_token_id", "<|endoftext|>"),
+    ],
+    ids=["image", "video", "vision-start", "vision-end", "eos", "pad", "bos"],
+)
+def test_config_token_ids_match_tokenizer(
+    tiny_qwen_checkpoint: str, processor: Any, attribute: str, token: str
+) -> None:
+    config = json.loads((Path(tiny_qwen_checkpoint) / "config.json").read_text())
+    token_id = processor.tokenizer.convert_tokens_to_ids(token)
+    assert token_id != processor.tokenizer.unk_token_id
+    assert config[attribute] == token_id
+    if attribute in config["text_config"]:
+        assert config["text_config"][attribute] == token_id
+
+
+def test_special_tokens_are_single_special_ids(tiny_qwen_checkpoint: str, processor: Any) -> None:
+    tokenizer = processor.tokenizer
+    ids = [tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS]
+    assert len(set(ids)) == len(SPECIAL_TOKENS)
+    assert tokenizer("".join(SPECIAL_TOKENS))["input_ids"] == ids
+    assert tokenizer.decode(ids, skip_special_tokens=True) == ""
+    config = json.loads((Path(tiny_qwen_checkpoint) / "config.json").read_text())
+    assert max(ids) < config["text_config"]["vocab_size"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["put the bowl on the plate", "naïve café 漢字 🤖", "\x00\x01\t\n\x7f", "<answer>0.75</answer>"],
+    ids=["ascii", "multibyte", "control-bytes", "tags"],
+)
+def test_tokenizer_round_trips_any_text(processor: Any, text: str) -> None:
+    """Byte-level BPE: every byte has a token, so decode(encode(x)) == x."""
+    ids = processor.tokenizer(text)["input_ids"]
+    assert processor.tokenizer.decode(ids) == text
+
+
+def test_tokenizer_applies_merges(processor: Any) -> None:
+    assert processor.tokenizer.tokenize("the") == ["t", "he"]
+    assert processor.tokenizer.tokenize(" the") == ["Ġthe"]
+
+
+def test_generation_config_stops_at_im_end_quickly(tiny_qwen_checkpoint: str, processor: Any) -> None:
+    from transformers import GenerationConfig
+
+    config = GenerationConfig.from_pretrained(tiny_qwen_checkpoint)
+    assert processor.tokenizer.convert_tokens_to_ids("<|im_end|>") in config.eos_token_id
+    assert config.pad_token_id == processor.tokenizer.pad_token_id
+    assert 1 <= config.max_new_tokens <= 16
+    assert not config.do_sample
+
+
+def test_build_is_deterministic_and_leaves_the_global_rng_alone(tmp_path: Path) -> None:
+    import torch
+
+    torch.manual_seed(123)
+    expected_next = torch.rand(1)
+    torch.manual_seed(123)
+    first = build_tiny_qwen2_5_vl(tmp_path / "a")
+    assert torch.equal(torch.rand(1), expected_next)
+    second = build_tiny_qwen2_5_vl(tmp_path / "b")
+    assert first == tmp_path / "a"
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+
+
+def test_cli_writes_checkpoint_and_prints_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "nested" / "ckpt"
+    main([str(out)])
+    assert capsys.readouterr().out.strip() == str(out)
+    assert {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= {
+        p.name for p in out.iterdir()
+    }
+
+
+def test_cli_without_out_dir_exits_with_usage() -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main([])
+    assert excinfo.value.code == 2
+
+
+def test_importing_the_module_stays_light() -> None:
+    """The server imports this package without torch/transformers; so must this module."""
+    code = (
+        "import sys, vlm_reward.tiny_checkpoint; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
