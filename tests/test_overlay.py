@@ -112,7 +112,6 @@ def test_overlay_ships_only_fork_files() -> None:
 
 def test_pyproject_never_installs_rlinf() -> None:
     import tomllib
-
     from setuptools import find_packages
 
     config = tomllib.loads((REPO / "pyproject.toml").read_text())

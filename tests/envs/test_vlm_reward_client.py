@@ -157,7 +157,7 @@ class CannedServer:
 
 ERROR_BODY = json.dumps({"error": {"type": "inference_error", "message": "CUDA out of memory"}}).encode()
 FAULTS = [
-    ("http_500", 500, ERROR_BODY, 0.0, "http_error", "CUDA out of memory"),
+    ("http_500", 500, ERROR_BODY, 0.0, "inference_error", "CUDA out of memory"),
     ("malformed_json", 200, b"{not json", 0.0, "malformed_response", "not JSON"),
     ("missing_score", 200, b'{"answer": "yes"}', 0.0, "malformed_response", "no 'score'"),
     ("score_above_1", 200, b'{"score": 1.5}', 0.0, "invalid_score", "1.5"),
@@ -205,7 +205,7 @@ def test_fault_raises_with_endpoint_status_and_message_when_strict(fault, tmp_pa
         client.score(_episode(n=4))
     client.close()
     assert info.value.kind == kind and message in str(info.value) and canned.endpoint in str(info.value)
-    if kind == "http_error":
+    if kind == "inference_error":
         assert "HTTP 500" in str(info.value)
     assert list(tmp_path.iterdir()) == []
 

@@ -19,8 +19,9 @@ from vlm_reward.backends.base import (
     resolve_backend,
 )
 
-# Built-ins register on import; they are listed here so the registry is complete.
-from vlm_reward.backends import qwen2_5_vl_hf, qwen2_5_vl_vllm, primo_r1_vllm  # noqa: E402,F401,I001
+# isort: split
+# Built-ins register on import, after the names above that they use.
+from vlm_reward.backends import primo_r1_vllm, qwen2_5_vl_hf, qwen2_5_vl_vllm  # noqa: F401
 
 __all__ = [
     "RewardBackend",

@@ -107,5 +107,3 @@ def available_backends() -> list[str]:
 def backend_aliases() -> dict[str, list[str]]:
     """Registered name -> its aliases (for ``GET /backends``)."""
     return {name: list(cls.aliases) for name, cls in sorted(_REGISTRY.items())}
-
-

@@ -77,6 +77,7 @@ def episode_record(result: ScoreResult, native_success: bool, cfg: RewardModelCo
         "vlm_answer": result.answer,
         "fallback": result.fallback,
         "error": result.error,
+        "error_kind": result.error_kind,
         "latency_s": round(result.latency_s, 4),
         "frames_sent": result.num_frames_sent,
         "video_path": result.video_path,

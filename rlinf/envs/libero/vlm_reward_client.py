@@ -13,8 +13,9 @@ What a call does, in order:
 Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN or
 out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
 otherwise the episode gets the fallback score, a warning is logged once per kind of
-error, and the result says ``fallback=True`` with the reason. Only connection errors and
-502/503/504 are retried (``max_retries`` times): a timeout or a 4xx would fail again.
+error (the server's error type, e.g. ``parse_error``, or ``connection``, ``timeout``, ...),
+and the result says ``fallback=True`` with the reason. Only connection errors and 503/504
+are retried (``max_retries`` times): a timeout, a 4xx or a parse error would fail again.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = (502, 503, 504)
+# Our server answers 502 for an unparseable model answer, which a retry would repeat.
+RETRYABLE_STATUS = (503, 504)
 
 
 class RewardRequestError(RuntimeError):
@@ -190,7 +192,8 @@ class VLMRewardClient:
             message = f"body is not JSON: {response.text[:200]!r}"
             raise RewardRequestError("malformed_response", endpoint, message, response.status_code) from exc
         if response.status_code != 200:
-            raise RewardRequestError("http_error", endpoint, _server_message(body), response.status_code)
+            kind, message = _server_error(body)
+            raise RewardRequestError(kind, endpoint, message, response.status_code)
         return _validated(body, endpoint)
 
     def _fallback(self, episode: Episode, exc: RewardRequestError, started: float, sent: int) -> ScoreResult:
@@ -228,11 +231,12 @@ def _validated(body: Any, endpoint: str) -> dict[str, Any]:
     return {**body, "score": float(score)}
 
 
-def _server_message(body: Any) -> str:
+def _server_error(body: Any) -> tuple[str, str]:
+    """(kind, message) of an error body in the server's ``{"error": {type, message}}`` shape."""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        return f"{error.get('type', 'error')}: {error.get('message', '')}"
-    return str(body)[:200]
+        kind = str(body["error"].get("type") or "http_error")
+        return kind, f"{kind}: {body['error'].get('message', '')}"
+    return "http_error", str(body)[:200]
 
 
 def _short(exc: Exception) -> str:
