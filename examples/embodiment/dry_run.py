@@ -1,0 +1,121 @@
+"""Check a training setup without GPUs: ``run_embodiment.sh --dry-run CONFIG [overrides...]``.
+
+In order, and stopping at the first failure with a message that says what to fix:
+
+1. composes the hydra config and validates it with RLinf's ``validate_cfg``;
+2. checks that ``env.train.group_size`` equals ``algorithm.group_size`` (GRPO compares the
+   rollouts of one initial state);
+3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``;
+4. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
+   resets it and runs one ``chunk_step`` of idle actions. With the reward model on, the
+   episode is cut to that one chunk so the server actually scores it.
+
+Exit status 0 when everything passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from urllib.parse import urlsplit, urlunsplit
+
+import hydra
+import numpy as np
+import requests
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+
+class SetupError(RuntimeError):
+    """A check failed; the message says what and how to fix it."""
+
+
+def health_url(endpoint: str) -> str:
+    """``http://host:port/score`` -> ``http://host:port/health``."""
+    parts = urlsplit(endpoint)
+    return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
+
+
+def check_group_sizes(cfg: DictConfig) -> None:
+    env_group, algo_group = cfg.env.train.group_size, cfg.algorithm.group_size
+    if env_group != algo_group:
+        raise SetupError(
+            f"env.train.group_size ({env_group}) != algorithm.group_size ({algo_group}): GRPO groups would "
+            "compare different initial states; set env.train.group_size=${algorithm.group_size}."
+        )
+
+
+def check_reward_server(endpoint: str, timeout: float = 10.0) -> str:
+    """Return the server's health JSON as text; raise ``SetupError`` if it is not ready."""
+    url = health_url(endpoint)
+    try:
+        response = requests.get(url, timeout=timeout)
+    except requests.RequestException as exc:
+        raise SetupError(
+            f"reward server not reachable at {url} ({type(exc).__name__}); start it with "
+            "examples/embodiment/scripts/start_reward_server.sh or fix env.train.reward_model.endpoint."
+        ) from exc
+    if response.status_code != 200:
+        raise SetupError(
+            f"reward server at {url} is not ready (HTTP {response.status_code}): {response.text[:300]}"
+        )
+    return response.text
+
+
+def smoke_env(cfg: DictConfig) -> None:
+    """One env of the train env class: reset and one chunk step of idle actions."""
+    from rlinf.envs import get_env_cls
+
+    env_cfg = OmegaConf.create(OmegaConf.to_container(cfg.env.train, resolve=True))
+    chunk = int(cfg.actor.model.num_action_chunks)
+    with open_dict(env_cfg):
+        env_cfg.group_size = 1
+        env_cfg.video_cfg.save_video = False
+        if env_cfg.reward_model.enable:
+            env_cfg.max_episode_steps = chunk  # end the episode so the server scores it
+    env_cls = get_env_cls(env_cfg.env_type, env_cfg)
+    print(f"[dry-run] env class {env_cls.__module__}.{env_cls.__qualname__}")
+    env = env_cls(cfg=env_cfg, num_envs=1, seed_offset=0, total_num_processes=1, worker_info=None)
+    try:
+        started = time.perf_counter()
+        obs, _ = env.reset()
+        print(f"[dry-run] reset in {time.perf_counter() - started:.1f} s: {obs['task_descriptions'][0]!r}")
+        actions = np.zeros((1, chunk, int(cfg.actor.model.action_dim)), dtype=np.float32)
+        actions[..., -1] = -1.0
+        _, rewards, _, _, infos = env.chunk_step(actions)
+        episode = infos[-1].get("episode", {})
+        vlm = {k: float(v[0]) for k, v in episode.items() if k.startswith("vlm_")}
+        print(f"[dry-run] chunk_step of {chunk}: reward sum {float(rewards.sum()):.3f}, VLM metrics {vlm}")
+        if env_cfg.reward_model.enable and vlm.get("vlm_scored") != 1.0:
+            raise SetupError("the episode ended but was not scored; see the warnings above.")
+    finally:
+        env.close()
+        env.env.close()
+
+
+def run_checks(cfg: DictConfig) -> None:
+    from rlinf.config import validate_cfg
+
+    cfg = validate_cfg(cfg)
+    print("[dry-run] config composed and validated by rlinf.config.validate_cfg")
+    check_group_sizes(cfg)
+    print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
+    reward_model = cfg.env.train.reward_model
+    if reward_model.enable:
+        print(f"[dry-run] reward server healthy: {check_reward_server(reward_model.endpoint)}")
+    else:
+        print("[dry-run] reward model off: training on the native LIBERO reward")
+    smoke_env(cfg)
+
+
+@hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")
+def main(cfg: DictConfig) -> None:
+    try:
+        run_checks(cfg)
+    except SetupError as exc:
+        print(f"[dry-run] FAILED: {exc}", file=sys.stderr)
+        sys.exit(1)
+    print("[dry-run] OK: the setup is ready for a GPU run")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Start the VLM reward server and wait until it is ready.
+#
+#   bash examples/embodiment/scripts/start_reward_server.sh BACKEND MODEL_PATH [extra server flags...]
+#
+# BACKEND: qwen2_5_vl_vllm | PRIMO-R1 | qwen2_5_vl_hf (see README). Environment: HOST (127.0.0.1),
+# PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
+# PYTHON, LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600). The server keeps running in
+# the background; its PID is printed. Stop it with: kill <PID>.
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+  sed -n '2,10p' "$0" >&2
+  exit 2
+fi
+BACKEND="$1"
+MODEL="$2"
+shift 2
+REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+HOST="${HOST:-127.0.0.1}"
+PORT="${PORT:-18080}"
+WAIT_S="${WAIT_S:-600}"
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
+fi
+LOG_FILE="${LOG_FILE:-$REPO_PATH/logs/reward_server-$PORT.log}"
+mkdir -p "$(dirname "$LOG_FILE")"
+
+ARGS=(--backend "$BACKEND" --model "$MODEL" --host "$HOST" --port "$PORT")
+if [ -n "${VIDEO_ROOT:-}" ]; then ARGS+=(--video-root "$VIDEO_ROOT"); fi
+PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" nohup "$PYTHON" -m vlm_reward.libero_reward_server \
+  "${ARGS[@]}" "$@" >> "$LOG_FILE" 2>&1 &
+PID=$!
+echo "[reward-server] pid $PID, log $LOG_FILE; waiting for http://$HOST:$PORT/health (up to ${WAIT_S} s)"
+
+deadline=$((SECONDS + WAIT_S))
+while true; do
+  if ! kill -0 "$PID" 2>/dev/null; then
+    echo "[reward-server] exited before becoming ready; last log lines:" >&2
+    tail -n 20 "$LOG_FILE" >&2
+    exit 1
+  fi
+  status="$("$PYTHON" -c 'import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=5).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception:
+    print(0)' "http://$HOST:$PORT/health")"
+  if [ "$status" = "200" ]; then break; fi
+  if [ $SECONDS -ge $deadline ]; then
+    echo "[reward-server] not ready after ${WAIT_S} s (last /health status: $status); see $LOG_FILE" >&2
+    kill "$PID"
+    exit 1
+  fi
+  sleep 2
+done
+echo "[reward-server] ready. Put this in the env YAML (or pass it as an override):"
+echo "  env.train.reward_model.endpoint=http://$HOST:$PORT/score"
+echo "  env.train.reward_model.backend=$BACKEND"
+echo "[reward-server] stop it with: kill $PID"

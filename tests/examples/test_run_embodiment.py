@@ -1,0 +1,80 @@
+"""``run_embodiment.sh --dry-run``: exit 0 for a working setup, a clear failure otherwise."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import REPO, ServerProcess, free_port
+
+SCRIPTS = sorted(
+    [*REPO.glob("scripts/*.sh"), *REPO.glob("examples/embodiment/scripts/*.sh"), REPO / ".ci/run"]
+)
+RUN = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
+
+
+def _dry_run(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LOG_ROOT": str(tmp_path / "logs")}
+    return subprocess.run(
+        ["bash", str(RUN), "--dry-run", "libero_10_grpo_openvlaoft", *overrides],
+        cwd="/",  # callable from any directory
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=[str(s.relative_to(REPO)) for s in SCRIPTS])
+def test_scripts_parse_and_pass_shellcheck(script: Path) -> None:
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_dry_run_fails_clearly_when_the_reward_server_is_down(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}/score"
+    result = _dry_run(
+        tmp_path, "env.train.reward_model.enable=True", f"env.train.reward_model.endpoint={endpoint}"
+    )
+    assert result.returncode == 1
+    assert "reward server not reachable" in result.stderr + result.stdout
+    assert "start_reward_server.sh" in result.stderr + result.stdout
+    [log] = (tmp_path / "logs").glob("*/run_embodiment.log")
+    assert "dry_run.py" in log.read_text() and "FAILED" in log.read_text(), "the run is logged"
+
+
+@pytest.mark.libero
+@pytest.mark.slow
+def test_dry_run_native(tmp_path: Path) -> None:
+    result = _dry_run(tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "validated by rlinf.config.validate_cfg" in result.stdout
+    assert "env class rlinf.envs.libero.libero_env.LiberoEnv" in result.stdout
+    assert "[dry-run] OK" in result.stdout
+
+
+@pytest.mark.libero
+@pytest.mark.slow
+def test_dry_run_with_the_vlm_reward_against_a_live_server(tmp_path: Path) -> None:
+    server = ServerProcess(
+        ["--backend", "fixed_score", "--model", "fake", "--video-root", "/"], tmp_path / "server.log"
+    ).wait_ready()
+    try:
+        result = _dry_run(
+            tmp_path,
+            "env.train.reward_model.enable=True",
+            f"env.train.reward_model.endpoint={server.endpoint}",
+            "env.train.reward_model.backend=fixed_score",
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
+    [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
+    assert json.loads(log.read_text().splitlines()[0])["vlm_score"] == 0.8

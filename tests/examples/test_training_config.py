@@ -1,0 +1,62 @@
+"""The libero_10 GRPO config composes and passes RLinf's own validation, native and VLM."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+
+EMBODIED = Path(__file__).resolve().parents[2] / "examples" / "embodiment"
+VARIANTS = {"native": [], "vlm": ["env.train.reward_model.enable=True"]}
+
+
+def _validated(overrides: list[str], tmp_path: Path) -> DictConfig:
+    from rlinf.config import validate_cfg
+
+    os.environ["EMBODIED_PATH"] = str(EMBODIED)
+    with initialize_config_dir(config_dir=str(EMBODIED / "config"), version_base="1.1"):
+        cfg = compose(
+            "libero_10_grpo_openvlaoft", overrides=[f"runner.logger.log_path={tmp_path}", *overrides]
+        )
+    return validate_cfg(cfg)
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
+def variant(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, DictConfig]:
+    return request.param, _validated(VARIANTS[request.param], tmp_path_factory.mktemp("logs"))
+
+
+def test_env_worker_config_carries_the_reward_model_block(variant) -> None:
+    name, cfg = variant
+    block = RewardModelConfig.from_mapping(cfg.env.train.reward_model)
+    assert block.enable is (name == "vlm")
+    assert block.episode_log_dir == cfg.runner.logger.log_path, "episode log defaults to the run's log dir"
+
+
+def test_eval_env_stays_native(variant) -> None:
+    _, cfg = variant
+    assert cfg.env.eval.reward_model.enable is False
+
+
+def test_group_sizes_match(variant) -> None:
+    _, cfg = variant
+    assert cfg.env.train.group_size == cfg.algorithm.group_size == 8
+    assert cfg.env.train.total_num_envs % cfg.env.train.group_size == 0
+
+
+def test_libero_10_and_openvla_oft(variant) -> None:
+    _, cfg = variant
+    assert cfg.env.train.task_suite_name == "libero_10"
+    assert cfg.actor.model.model_type == "openvla_oft" and cfg.algorithm.adv_type == "grpo"
+
+
+def test_group_size_override_follows_the_algorithm(tmp_path: Path) -> None:
+    cfg = _validated(["algorithm.group_size=4"], tmp_path)
+    assert cfg.env.train.group_size == 4
