@@ -1,0 +1,244 @@
+"""Re-score a finished run's kept episode videos with another judge, without rolling out again.
+
+``python -m examples.embodiment.reward_eval rescore SOURCE [options]`` (see ``--help``):
+SOURCE is a run dir of ``run`` (or of an earlier ``rescore``) or one episode JSONL whose
+videos were kept (``video_path`` set and the file present). Every video is sent to the
+reward server through the env's own client (``VLMRewardClient.score_video``: same payload,
+retries, validation and fallback as during the rollout), with the ``frames_sent`` of its
+record as ``nframes``. The new run dir gets the same JSONL format, the native outcome and
+episode metadata copied from the source, ``settings.json`` and the same report.
+
+Unset judgement options keep the source's: ``--threshold`` defaults to the records'
+``success_threshold``, ``--binary/--continuous`` to their ``binary_reward``. Re-scoring
+with the same backend and model reproduces the scores (the backends decode greedily);
+another ``--threshold`` changes only ``vlm_success``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from examples.embodiment.reward_eval.local_server import RewardServerError
+from examples.embodiment.reward_eval.rollout import ENV_CONFIG, positive_int
+from examples.embodiment.reward_eval.run_output import (
+    default_run_dir,
+    episode_logs,
+    finish_report,
+    plain_options,
+    write_settings,
+)
+from examples.embodiment.reward_eval.scoring_options import (
+    add_scoring_options,
+    check_scoring_options,
+    resolve_model,
+    reward_overrides,
+    scoring_endpoint,
+)
+from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_record
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient
+
+# The keys episode_record derives from a judgement; every other key of a record is episode
+# metadata (task, trial, length, ...) that a re-scored record copies.
+JUDGEMENT_KEYS = frozenset(
+    episode_record(ScoreResult(0.0, None, None, 0.0, False), False, RewardModelConfig())
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rescore`` command line."""
+    p = argparse.ArgumentParser(
+        prog="python -m examples.embodiment.reward_eval rescore",
+        description="Re-score the kept videos of an evaluation run with another backend, model, "
+        "threshold or score mode, and write a new run dir with the same report.",
+    )
+    p.add_argument("source", type=Path, help="run dir or vlm_episodes_*.jsonl of a run made with kept videos")
+    p.add_argument("--out", type=Path, help="new run dir (default: runs/reward_eval/<timestamp> in the repo)")
+    p.add_argument(
+        "--concurrency", type=positive_int, default=8, help="videos scored in parallel (default %(default)s)"
+    )
+    p.add_argument(
+        "--env-config", type=Path, default=ENV_CONFIG, help="YAML whose reward_model block is the base"
+    )
+    add_scoring_options(p, threshold_default="the source records'")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and cross-check the options; exits with an argparse error on bad values."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_scoring_options(parser, args)
+    try:
+        args.sources = load_sources(args.source)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.out = (args.out or default_run_dir()).resolve()
+    if episode_logs(args.out):
+        parser.error(f"--out {args.out} already holds an episode log; pick a new run dir.")
+    return args
+
+
+def source_logs(source: Path) -> list[Path]:
+    """The episode logs to re-score: ``source`` itself, or those in the run dir ``source``."""
+    if source.is_file():
+        return [source]
+    if source.is_dir():
+        logs = episode_logs(source)
+        if logs:
+            return logs
+        raise ValueError(f"{source} holds no vlm_episodes_*.jsonl episode log.")
+    raise ValueError(f"source {source} is neither a run dir nor an episode JSONL file.")
+
+
+def load_sources(source: Path) -> dict[Path, tuple[list[dict], list[str]]]:
+    """``{episode log: (records, their video paths)}``; ``ValueError`` when a video is missing."""
+    from examples.embodiment.reward_eval.metrics import load_episodes
+
+    sources = {}
+    for log in source_logs(source):
+        records = load_episodes(log)
+        if not records:
+            raise ValueError(f"{log} holds no episodes to re-score.")
+        sources[log] = (records, check_videos(records, log))
+    return sources
+
+
+def check_videos(records: Sequence[Mapping[str, Any]], source: Path) -> list[str]:
+    """The records' video paths; ``ValueError`` naming how many are missing and why."""
+    paths = [r.get("video_path") for r in records]
+    missing = [i for i, p in enumerate(paths) if not p or not os.path.isfile(p)]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of {len(records)} episodes in {source} have no kept video (first: record "
+            f"{missing[0]}); re-scoring needs a run made with --keep-videos whose videos still exist."
+        )
+    return [str(p) for p in paths]
+
+
+def source_default(records: Sequence[Mapping[str, Any]], key: str) -> Any:
+    """The records' common value of ``key`` (``None`` when absent or when they disagree)."""
+    values = {r[key] for r in records if r.get(key) is not None}
+    return values.pop() if len(values) == 1 else None
+
+
+def reward_config(
+    args: argparse.Namespace, endpoint: str, records: Sequence[Mapping[str, Any]]
+) -> RewardModelConfig:
+    """The env YAML's ``reward_model`` block with these options, the source's judgement as default."""
+    block = OmegaConf.to_container(OmegaConf.load(args.env_config).reward_model, resolve=False)
+    block.update(reward_overrides(args, endpoint), episode_log_dir=None)
+    for option, key in (("threshold", "success_threshold"), ("binary_reward", "binary_reward")):
+        if getattr(args, option) is None and source_default(records, key) is not None:
+            block[key] = source_default(records, key)
+    if source_default(records, "used_for_training") is not None:
+        block["use_for_training"] = source_default(records, "used_for_training")
+    return RewardModelConfig.from_mapping(block)
+
+
+def rescore_records(
+    client: VLMRewardClient, records: Sequence[Mapping[str, Any]], videos: Sequence[str], concurrency: int
+) -> list[dict[str, Any]]:
+    """New records, in source order: the source's metadata and native outcome, the new judgement."""
+    cfg = client.cfg
+
+    def one(i: int) -> dict[str, Any]:
+        record = records[i]
+        native = bool(record["native_success"])
+        nframes = int(record.get("frames_sent") or cfg.nframes)
+        result = client.score_video(record["task_text"], videos[i], nframes, native)
+        meta = {k: v for k, v in record.items() if k not in JUDGEMENT_KEYS}
+        return episode_record(result, native, cfg, **meta)
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        bar = tqdm(pool.map(one, range(len(records))), total=len(records), unit="episode", file=sys.stderr)
+        return list(bar)
+
+
+def rescore(args: argparse.Namespace) -> dict[str, Path]:
+    """Execute the command for parsed ``args``; returns the report's paths."""
+    out, sources = args.out, args.sources
+    out.mkdir(parents=True, exist_ok=True)
+    all_videos = [v for _, videos in sources.values() for v in videos]
+    video_root = Path(os.path.commonpath([os.path.dirname(os.path.abspath(v)) for v in all_videos]))
+    model, random_model = resolve_model(args, out)
+    random_model = random_model or is_source_random_model(args.source, model)
+    with scoring_endpoint(args, model, video_root, out / "reward_server.log") as endpoint:
+        cfg = reward_config(args, endpoint, [r for records, _ in sources.values() for r in records])
+        settings = rescore_settings(args, model, random_model, endpoint, cfg)
+        write_settings(out, settings)
+        client = VLMRewardClient(cfg)
+        try:
+            for log, (records, videos) in sources.items():
+                write_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
+        finally:
+            client.close()
+    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}")
+
+
+def is_source_random_model(source: Path, model: str | None) -> bool:
+    """Whether ``model`` is the random checkpoint the source run says it was scored with.
+
+    Re-scoring with the tiny model a run built keeps the report's "random scores" warning.
+    """
+    settings_path = (source if source.is_dir() else source.parent) / "settings.json"
+    if model is None or not settings_path.is_file():
+        return False
+    settings = json.loads(settings_path.read_text(encoding="utf-8"))
+    same = isinstance(settings.get("model"), str) and os.path.realpath(settings["model"]) == os.path.realpath(
+        model
+    )
+    return bool(settings.get("random_model")) and same
+
+
+def write_log(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """Write ``records`` as a JSONL episode log, in the env's own format and writer."""
+    log = EpisodeLog(str(path))
+    try:
+        for record in records:
+            log.write(dict(record))
+    finally:
+        log.close()
+
+
+def rescore_settings(
+    args: argparse.Namespace, model: str | None, random_model: bool, endpoint: str, cfg: RewardModelConfig
+) -> dict[str, Any]:
+    """The settings recorded in ``settings.json`` and the report's provenance table: every
+    option, then what was resolved from them (model, endpoint, the judgement settings)."""
+    return {
+        "command": "rescore",
+        **plain_options(vars(args), skip=("sources",)),
+        "backend": args.backend,
+        "model": model if args.endpoint is None else "the server's (--endpoint)",
+        "random_model": random_model,
+        "endpoint": endpoint,
+        "success_threshold": cfg.success_threshold,
+        "binary_reward": cfg.binary_reward,
+        "score_mode": cfg.score_mode,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    args = parse_args(argv)
+    try:
+        rescore(args)
+    except RewardServerError as exc:
+        print(f"[reward-eval] error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

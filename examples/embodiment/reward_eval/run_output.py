@@ -1,0 +1,59 @@
+"""What every evaluation command leaves in its run dir: ``settings.json`` and the report.
+
+Shared by ``run`` and ``rescore`` so both write the same files the same way: a run dir
+from either can be re-scored, compared or read by the same tools.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[3]
+EPISODE_LOG_GLOB = "vlm_episodes_*.jsonl"
+
+
+def default_run_dir(prefix: str = "") -> Path:
+    """``<repo>/runs/reward_eval/<prefix><timestamp>``: git-ignored, the same from any working dir."""
+    return REPO / "runs" / "reward_eval" / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def episode_logs(run_dir: Path) -> list[Path]:
+    """The run dir's JSONL episode logs (one per env rank), sorted."""
+    return sorted(run_dir.glob(EPISODE_LOG_GLOB))
+
+
+def write_settings(run_dir: Path, settings: Mapping[str, Any]) -> Path:
+    """Write ``settings.json`` (paths as strings) and return its path."""
+    path = run_dir / "settings.json"
+    path.write_text(json.dumps(settings, indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+def plain_options(options: Mapping[str, Any], skip: Sequence[str] = ()) -> dict[str, Any]:
+    """Parsed CLI options as JSON-friendly values (paths as strings), without ``skip``."""
+    return {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if k not in skip}
+
+
+def finish_report(run_dir: Path, settings: Mapping[str, Any], title: str) -> dict[str, Path]:
+    """Summarize the run's episode logs, write the report, print the table and the report's path.
+
+    Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
+    """
+    from examples.embodiment.reward_eval.metrics import load_episodes, summarize
+    from examples.embodiment.reward_eval.report import format_table, write_report
+
+    logs = episode_logs(run_dir)
+    if not logs:
+        raise RuntimeError(f"no episode was scored: no {EPISODE_LOG_GLOB} in {run_dir}.")
+    records = [record for log in logs for record in load_episodes(log)]
+    summary = summarize(records)
+    paths = write_report(run_dir, records, summary, title=title, settings=settings)
+    print(format_table(summary))
+    if settings.get("random_model"):
+        print("[reward-eval] the judge is the tiny random-weight model: its scores are random.")
+    print(f"[reward-eval] report: {paths['html']} (markdown: {paths['markdown']})")
+    return paths

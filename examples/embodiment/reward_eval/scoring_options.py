@@ -1,0 +1,186 @@
+"""The scoring options shared by ``run`` and ``rescore``: which server, which judge, which threshold.
+
+Either ``--endpoint URL`` (a server that is already running) or ``--backend NAME
+[--model PATH]`` (the job starts a local server and stops it at the end). With
+``--backend qwen2_5_vl_hf`` and no ``--model`` the tiny random-weight checkpoint is built
+offline into the run dir, and the settings say ``random_model: true``: its scores mean
+nothing, the run only shows that every stage works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from examples.embodiment.reward_eval.local_server import check_endpoint, local_reward_server
+from rlinf.envs.libero.reward_model_config import SCORE_MODES
+
+TINY_BACKEND = "qwen2_5_vl_hf"  # the backend that can run the offline tiny checkpoint
+DEFAULT_LOCAL_BACKEND = TINY_BACKEND  # CPU-capable, so the default works on any machine
+LOCAL_ONLY = ("model", "plugin", "server_kwargs")  # options that configure a server we start
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type: a JSON object (``'{"max_new_tokens": 64}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg}): {text!r}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def unit_interval(text: str) -> float:
+    """argparse type: a float in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a float > 0."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str) -> None:
+    """Add the server and judgement options (see the module docstring); ``threshold_default``
+    says in the help where ``--threshold`` and ``--binary/--continuous`` default from."""
+    server = parser.add_argument_group("reward server (either --endpoint, or --backend/--model)")
+    server.add_argument(
+        "--endpoint", help="POST /score URL of a running server, e.g. http://host:18080/score"
+    )
+    server.add_argument(
+        "--backend", help=f"backend to request; also the local server's (default {DEFAULT_LOCAL_BACKEND})"
+    )
+    server.add_argument(
+        "--model", help=f"checkpoint of the local server (with {TINY_BACKEND}: default the tiny random one)"
+    )
+    server.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE", help="local server --plugin"
+    )
+    server.add_argument(
+        "--server-kwargs", type=json_object, default={}, help="local server --backend-kwargs (JSON object)"
+    )
+    server.add_argument(
+        "--server-start-timeout",
+        type=positive_float,
+        default=300.0,
+        help="seconds to wait for the local server's /health (default %(default)s)",
+    )
+    judge = parser.add_argument_group("judgement")
+    judge.add_argument(
+        "--threshold",
+        type=unit_interval,
+        help=f"success threshold on the score (default: {threshold_default})",
+    )
+    mode = judge.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--binary",
+        dest="binary_reward",
+        action="store_true",
+        default=None,
+        help=f"success signal 1[score >= threshold] (default: {threshold_default})",
+    )
+    mode.add_argument(
+        "--continuous", dest="binary_reward", action="store_false", help="success signal = score"
+    )
+    judge.add_argument(
+        "--score-mode",
+        choices=SCORE_MODES,
+        help="how the server reads a bare number (default: the backend's)",
+    )
+    judge.add_argument("--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs")
+    judge.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=300.0,
+        help="seconds per /score call (default %(default)s)",
+    )
+    judge.add_argument(
+        "--send-video-inline", action="store_true", help="send videos in the request (no shared filesystem)"
+    )
+
+
+def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject contradictory server options and fill in the local backend's default."""
+    if args.endpoint is not None:
+        if not args.endpoint.startswith(("http://", "https://")):
+            parser.error(f"--endpoint must be an http(s) URL, got {args.endpoint!r}.")
+        given = [f"--{name.replace('_', '-')}" for name in LOCAL_ONLY if getattr(args, name)]
+        if given:
+            parser.error(f"{', '.join(given)} only configure a local server; drop them or --endpoint.")
+        return
+    args.backend = args.backend or DEFAULT_LOCAL_BACKEND
+    if args.model is None and args.backend != TINY_BACKEND:
+        parser.error(
+            f"--backend {args.backend} needs --model (only {TINY_BACKEND} has a built-in tiny model)."
+        )
+
+
+def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, bool]:
+    """``(model, random_model)``: the given checkpoint, or the tiny one built into ``run_dir``."""
+    if args.endpoint is not None:
+        return None, False  # the server's own model; we cannot know it
+    if args.model is not None:
+        return args.model, False
+    from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+
+    return str(build_tiny_qwen2_5_vl(run_dir / "tiny-qwen2.5-vl")), True
+
+
+def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
+    """The ``reward_model`` keys these options set (the rest come from the env YAML)."""
+    overrides: dict[str, Any] = {
+        "enable": True,
+        "endpoint": endpoint,
+        "backend": args.backend,
+        "backend_kwargs": dict(args.backend_kwargs),
+        "timeout": args.request_timeout,
+        "send_video_inline": args.send_video_inline,
+        "fail_on_request_error": False,  # a failed call is data here (fallback, counted)
+    }
+    for key, value in (
+        ("success_threshold", args.threshold),
+        ("binary_reward", args.binary_reward),
+        ("score_mode", args.score_mode),
+    ):
+        if value is not None:
+            overrides[key] = value
+    return overrides
+
+
+@contextmanager
+def scoring_endpoint(
+    args: argparse.Namespace, model: str | None, video_root: Path, log_path: Path
+) -> Iterator[str]:
+    """Yield the ``/score`` URL: the given ``--endpoint`` (checked), or a local server's."""
+    if args.endpoint is not None:
+        check_endpoint(args.endpoint)
+        yield args.endpoint
+        return
+    with local_reward_server(
+        args.backend,
+        str(model),  # never None here: check_scoring_options + resolve_model see to it
+        video_root,
+        log_path,
+        plugins=args.plugin,
+        backend_kwargs=args.server_kwargs,
+        timeout=args.server_start_timeout,
+    ) as server:
+        print(f"[reward-eval] local {args.backend} server on {server.endpoint} (log: {log_path})")
+        yield server.endpoint

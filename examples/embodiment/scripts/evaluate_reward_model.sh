@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Evaluate a VLM reward model against LIBERO's native success (see README, "Evaluating a reward model").
+#
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh run [options]       roll out, score, report
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh rescore RUN_DIR [options]
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh compare NATIVE_LOG_DIR VLM_LOG_DIR [options]
+#
+# Works from any directory: puts the repo root first on PYTHONPATH and uses .venv/bin/python
+# when it exists (override with PYTHON). Every argument goes to the command; each has --help.
+set -euo pipefail
+REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+if [ -z "${PYTHON:-}" ]; then
+  if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
+fi
+export PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}"
+exec "$PYTHON" -m examples.embodiment.reward_eval "$@"

@@ -1,0 +1,242 @@
+"""The evaluation job (``reward_eval run``): option checks, the episode plan, and real runs.
+
+The real runs use LIBERO and real reward servers on 127.0.0.1: the session's shared run
+(zero policy, local ``qwen2_5_vl_hf`` server on the tiny checkpoint, see conftest.py) and
+one short run of the random policy against a ``fixed_score`` server given by ``--endpoint``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import requests
+from PIL import Image
+
+from examples.embodiment.reward_eval import rollout, scoring_options
+from examples.embodiment.reward_eval.plots import read_video_frames
+from examples.embodiment.reward_eval.policies import make_policy
+from tests.examples.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
+from tests.support.server import ServerProcess
+
+# ---------------------------------------------------------------------------- episode plan
+
+
+@pytest.mark.parametrize(
+    ("tasks", "per_task", "trials", "expected"),
+    [
+        ([0], 2, [50, 50], [0, 1]),
+        ([1, 0], 1, [50, 50], [50, 0]),  # tasks order kept
+        ([2], 3, [3, 4, 5], [7, 8, 9]),  # uneven trial counts: offset is the sum before the task
+    ],
+    ids=["first-task", "order-kept", "uneven-trials"],
+)
+def test_plan_maps_task_and_trial_to_rlinf_reset_state_ids(
+    tasks: list[int], per_task: int, trials: list[int], expected: list[int]
+) -> None:
+    assert rollout.plan_reset_state_ids(tasks, per_task, trials) == expected
+
+
+@pytest.mark.parametrize(
+    ("tasks", "per_task", "message"),
+    [([2], 1, "task id 2 is out of range; valid ids: 0..1"), ([1], 51, "fewer than --episodes-per-task 51")],
+    ids=["task-out-of-range", "too-many-episodes"],
+)
+def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        rollout.plan_reset_state_ids(tasks, per_task, [50, 50])
+
+
+# ---------------------------------------------------------------------------- options
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--endpoint", "http://127.0.0.1:1/score", "--model", "/m"], "--model only configure a local"),
+        (["--endpoint", "ftp://x/score"], "--endpoint must be an http\\(s\\) URL"),
+        (["--backend", "qwen2_5_vl_vllm"], "--backend qwen2_5_vl_vllm needs --model"),
+        (["--policy", "expert"], "unknown policy 'expert'; valid policies: random, zero"),
+        (["--policy", "random", "--policy-kwargs", '{"scale": 3}'], "scale must be in \\(0, 1\\]"),
+        (["--tasks", "0,0"], "task ids repeat"),
+        (["--tasks", "a"], "expected comma-separated integers"),
+        (["--num-envs", "0"], "must be at least 1"),
+        (["--threshold", "1.5"], "must be in \\[0, 1\\]"),
+        (["--binary", "--continuous"], "not allowed with argument"),
+    ],
+    ids=[
+        "endpoint-and-model",
+        "endpoint-not-http",
+        "vllm-without-model",
+        "unknown-policy",
+        "bad-policy-kwargs",
+        "repeated-task",
+        "non-integer-task",
+        "zero-envs",
+        "threshold-out-of-range",
+        "binary-and-continuous",
+    ],
+)
+def test_bad_options_are_argparse_errors(argv: list[str], message: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        rollout.parse_args(argv)
+    assert exc.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+@pytest.mark.slow
+def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys) -> None:
+    with pytest.raises(SystemExit):
+        rollout.parse_args(["--tasks", "10", "--out", str(tmp_path / "run")])
+    assert "task id 10 is out of range; valid ids: 0..9" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_dir_with_an_episode_log_is_not_reused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "vlm_episodes_train_rank0.jsonl").write_text("{}\n")
+    with pytest.raises(SystemExit):
+        rollout.parse_args(["--out", str(tmp_path)])
+    assert "already holds an episode log" in capsys.readouterr().err
+
+
+def _scoring_args(argv: list[str]):
+    parser = rollout.build_parser()
+    args = parser.parse_args(argv)
+    scoring_options.check_scoring_options(parser, args)
+    return args
+
+
+@pytest.mark.slow
+def test_without_a_model_the_tiny_random_checkpoint_is_built_into_the_run_dir(tmp_path: Path) -> None:
+    args = _scoring_args([])
+    assert args.backend == "qwen2_5_vl_hf"
+    model, random_model = scoring_options.resolve_model(args, tmp_path)
+    assert random_model is True and Path(model) == tmp_path / "tiny-qwen2.5-vl"
+    assert (Path(model) / "config.json").is_file() and (Path(model) / "model.safetensors").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--model", "/models/qwen"], ("/models/qwen", False)),
+        (["--endpoint", "http://gpu:18080/score"], (None, False)),
+    ],
+    ids=["given-model", "endpoint"],
+)
+def test_a_given_model_or_endpoint_is_not_the_random_one(
+    argv: list[str], expected: tuple, tmp_path: Path
+) -> None:
+    assert scoring_options.resolve_model(_scoring_args(argv), tmp_path) == expected
+    assert list(tmp_path.iterdir()) == [], "nothing built"
+
+
+@pytest.mark.parametrize(
+    ("shape", "ok"),
+    [((2, 4, 7), True), ((2, 4, 6), False), ((1, 4, 7), False), ((2, 3, 7), False)],
+    ids=["right", "action-dim", "num-envs", "chunk"],
+)
+def test_policy_actions_are_shape_checked(shape: tuple[int, ...], ok: bool) -> None:
+    policy = make_policy("zero")
+    if ok:
+        assert rollout.checked_actions(policy, np.zeros(shape), 2, 4).dtype == np.float32
+    else:
+        expected = r"policy 'zero' returned actions of shape .* expected \(2, 4, 7\)"
+        with pytest.raises(ValueError, match=expected):
+            rollout.checked_actions(policy, np.zeros(shape), 2, 4)
+
+
+# ---------------------------------------------------------------------------- the shared real run
+
+
+def _records(run_dir: Path) -> list[dict]:
+    [log] = run_dir.glob("vlm_episodes_*.jsonl")
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _assert_png_with_content(path: Path) -> None:
+    with Image.open(path) as image:
+        image.verify()  # a complete, valid PNG
+    with Image.open(path) as image:
+        assert image.format == "PNG" and min(image.size) > 50
+        pixels = np.asarray(image.convert("L"), dtype=float)
+    assert pixels.std() > 5, f"{path.name} is blank"
+
+
+@pytest.mark.libero
+@pytest.mark.slow
+def test_job_scores_every_episode_and_writes_the_report(
+    reward_eval_run: EvalRun, tiny_qwen_checkpoint: str
+) -> None:
+    run = reward_eval_run
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    records = _records(run.run_dir)
+    assert len(records) == RUN_EPISODES
+    assert [(r["task_id"], r["trial_id"], r["reset_state_id"]) for r in records] == [
+        (RUN_TASK, k, k)
+        for k in range(RUN_EPISODES)  # task 0's trials are reset state ids 0..N-1
+    ]
+    assert all(r["episode_length"] == RUN_MAX_STEPS and r["native_success"] is False for r in records)
+    assert all(r["used_for_training"] is False for r in records), "the job runs in shadow mode"
+    for r in records:  # every video is kept inside the run dir (the server's --video-root)
+        assert Path(r["video_path"]).parent == run.run_dir / "videos" and Path(r["video_path"]).is_file()
+
+    summary = json.loads((run.run_dir / "summary.json").read_text())
+    assert summary["overall"]["n_episodes"] == RUN_EPISODES
+    assert summary["overall"]["fallback_count"] == sum(r["fallback"] for r in records)
+    for name in ("report.md", "report.html"):
+        assert "VLM reward vs native success" in (run.run_dir / name).read_text()
+    pngs = sorted(run.run_dir.rglob("*.png"))
+    assert pngs, "the report draws figures"
+    for png in pngs:
+        _assert_png_with_content(png)
+
+    settings = json.loads((run.run_dir / "settings.json").read_text())
+    assert settings["backend"] == "qwen2_5_vl_hf" and settings["model"] == tiny_qwen_checkpoint
+    assert settings["random_model"] is False and settings["policy"] == "zero"
+    assert settings["env_config"].endswith("examples/embodiment/config/env/libero_10.yaml")
+    assert settings["tasks"] == [RUN_TASK] and settings["max_episode_steps"] == RUN_MAX_STEPS
+    assert settings["reset_state_ids"] == [r["reset_state_id"] for r in records]
+    assert "overall" in run.stdout and f"report: {run.run_dir / 'report.html'}" in run.stdout
+    native, vlm = sum(r["native_success"] for r in records), sum(r["vlm_success"] for r in records)
+    assert f"native={native}/{RUN_EPISODES}, vlm={vlm}/{RUN_EPISODES}" in run.stderr, "progress bar"
+    assert "POST /score" in (run.run_dir / "reward_server.log").read_text()
+    with pytest.raises(requests.ConnectionError):  # the job stopped the server it started
+        requests.get(settings["endpoint"].replace("/score", "/health"), timeout=2)
+
+
+@pytest.mark.libero
+@pytest.mark.slow
+def test_job_with_the_random_policy_against_an_endpoint(reward_eval_run: EvalRun, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    server = ServerProcess(
+        ["--backend", "fixed_score", "--model", "none", "--video-root", str(tmp_path)],
+        tmp_path / "server.log",
+        plugins=("tests.support.fake_backends",),
+    ).wait_ready()
+    try:
+        result = run_reward_eval(
+            "run",
+            *("--tasks", str(RUN_TASK), "--episodes-per-task", "1", "--num-envs", "1"),
+            *("--max-episode-steps", str(RUN_MAX_STEPS), "--policy", "random", "--policy-seed", "3"),
+            *("--endpoint", server.endpoint, "--backend", "fixed_score", "--threshold", "0.75"),
+            *("--out", str(run_dir)),
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    [record] = _records(run_dir)
+    # fixed_score answers 0.8 by default: a real judgement, not a fallback.
+    assert record["fallback"] is False and record["vlm_score"] == pytest.approx(0.8)
+    assert record["vlm_success"] is True and record["success_threshold"] == 0.75
+    # The random policy moves the arm; the zero policy of the shared run leaves the scene still.
+    assert _motion(record["video_path"]) > 3 * _motion(_records(reward_eval_run.run_dir)[0]["video_path"])
+    assert json.loads((run_dir / "settings.json").read_text())["model"] == "the server's (--endpoint)"
+
+
+def _motion(video_path: str) -> float:
+    """Mean absolute pixel change between the first and the last frame of a video."""
+    frames = read_video_frames(video_path).astype(float)
+    return float(np.abs(frames[-1] - frames[0]).mean())
