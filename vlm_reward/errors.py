@@ -7,7 +7,8 @@ below, so a client needs one code path for all failures:
 status  type                    when
 ======  ======================  =========================================================
 400     invalid_request         bad field value the schema cannot express (base64, kwargs
-                                a backend rejects with ``ValueError``/``TypeError``)
+                                a backend rejects with ``ValueError``/``TypeError``), or a
+                                body that cannot be parsed at all (not UTF-8, nested too deep)
 400     invalid_video           the bytes are not a decodable video, or it has no frames
 400     video_not_found         ``video_path`` is inside the root but no such file exists
 403     video_outside_root      ``video_path`` resolves (``..``, symlinks) outside ``--video-root``
@@ -16,6 +17,8 @@ status  type                    when
 405     method_not_allowed      wrong HTTP method for a known URL
 413     payload_too_large       inline video over ``--max-video-mb`` or request body too big
 422     validation_error        the request does not match the schema (types, ranges, fields)
+499     client_disconnected     the client closed the connection before its score was ready;
+                                its queued job was dropped (only the server log sees this)
 500     inference_error         the backend failed while generating
 500     internal_error          a bug in the server (details only in the server log)
 502     parse_error             the model answered, but no score can be read from the answer;
@@ -43,7 +46,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 # every error response into megabytes.
 MAX_MESSAGE_CHARS = 2000
 _ABS_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s/'\"()\[\]]+/)+[^\s/'\"()\[\],;:]*")
-_HTTP_TYPES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+# FastAPI raises a bare 400 for a body it cannot parse at all (not UTF-8, nested too deep):
+# that is the client's invalid request, reported under the documented type.
+_HTTP_TYPES = {
+    400: "invalid_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+}
 
 
 class RewardServerError(Exception):
@@ -85,6 +95,13 @@ class UnknownBackendError(RewardServerError):
 class PayloadTooLargeError(RewardServerError):
     status = 413
     error_type = "payload_too_large"
+
+
+class ClientDisconnectedError(RewardServerError):
+    """The client went away while its job waited; 499 is nginx's "client closed request"."""
+
+    status = 499
+    error_type = "client_disconnected"
 
 
 class AnswerParseError(RewardServerError):

@@ -49,6 +49,7 @@ from vlm_reward.errors import (
     BackendLoadFailedError,
     BackendLoadingError,
     BackendNotLoadedError,
+    ClientDisconnectedError,
     PayloadTooLargeError,
     RewardServerError,
     UnknownBackendError,
@@ -204,8 +205,15 @@ class RewardService:
             )
         return self.slots[name]
 
-    async def score(self, req: ScoreRequest, request_state: Any = None) -> ScoreResponse:
-        """Score one request end to end; raises the errors :func:`error_response` maps."""
+    async def score(
+        self, req: ScoreRequest, request_state: Any = None, client_gone: asyncio.Future[Any] | None = None
+    ) -> ScoreResponse:
+        """Score one request end to end; raises the errors :func:`error_response` maps.
+
+        ``client_gone`` resolves when the client disconnects; a job still queued then is
+        dropped (``ClientDisconnectedError``), so a client that timed out does not keep the
+        model busy for nobody while later requests wait behind it.
+        """
         start = time.perf_counter()
         slot = self.slot_for(req.backend)
         if request_state is not None:
@@ -213,7 +221,7 @@ class RewardService:
         batcher = slot.require_ready()
         video = await asyncio.to_thread(prepare_video, req.video_path, req.video_b64, self.video_policy)
         try:
-            text = await self._generate(slot, batcher, req, video.path)
+            text = await self._generate(slot, batcher, req, video.path, client_gone)
         finally:
             video.cleanup()
         mode = req.score_mode or slot.backend.default_score_mode
@@ -229,7 +237,12 @@ class RewardService:
         )
 
     async def _generate(
-        self, slot: BackendSlot, batcher: DynamicBatcher[Any, str], req: ScoreRequest, path: str
+        self,
+        slot: BackendSlot,
+        batcher: DynamicBatcher[Any, str],
+        req: ScoreRequest,
+        path: str,
+        client_gone: asyncio.Future[Any] | None,
     ) -> str:
         job = ScoreJob(
             task_text=req.task_text,
@@ -240,7 +253,9 @@ class RewardService:
             backend_kwargs=dict(req.backend_kwargs),
         )
         try:
-            text = await asyncio.wrap_future(batcher.submit(job))
+            text = await _unless_gone(asyncio.wrap_future(batcher.submit(job)), client_gone)
+        except ClientDisconnectedError:
+            raise
         except Exception as exc:
             raise BackendError(slot.name, exc) from exc
         if not isinstance(text, str):
@@ -267,6 +282,35 @@ class RewardService:
             loaded=[name for name, slot in self.slots.items() if slot.state == "ready"],
             states={name: slot.state for name, slot in self.slots.items()},
         )
+
+
+async def _unless_gone(result: asyncio.Future[str], client_gone: asyncio.Future[Any] | None) -> str:
+    """``result``'s value, unless the client disconnects first.
+
+    Then ``result`` is cancelled, which cancels the batcher's future: a job whose batch has
+    not started is never sent to the model (one already running finishes unread).
+    """
+    if client_gone is None:
+        return await result
+    await asyncio.wait({result, client_gone}, return_when=asyncio.FIRST_COMPLETED)
+    if result.done():
+        return result.result()
+    result.cancel()
+    raise ClientDisconnectedError("the client disconnected before its score was ready; its job was dropped.")
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    """Return once the client has disconnected.
+
+    Called after the body was read (``BodySizeLimit`` reads all of it), so the server's next
+    message is the disconnect. A failing receive channel means the connection is unusable,
+    which counts as gone too.
+    """
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:
+        return
 
 
 def _parse_answer(text: str, mode: str, backend: str) -> ParsedScore:
@@ -435,7 +479,11 @@ async def _handle_exception(request: Request, exc: Exception) -> JSONResponse:
 def _add_routes(app: FastAPI, service: RewardService) -> None:
     @app.post("/score", response_model=ScoreResponse, responses={400: {}, 403: {}, 404: {}, 413: {}})
     async def score(body: ScoreRequest, request: Request) -> ScoreResponse:
-        return await service.score(body, request.state)
+        client_gone = asyncio.ensure_future(_wait_for_disconnect(request.receive))
+        try:
+            return await service.score(body, request.state, client_gone)
+        finally:
+            client_gone.cancel()
 
     @app.get("/health", response_model=HealthResponse, responses={503: {}})
     async def health() -> JSONResponse:

@@ -8,7 +8,11 @@ What a call does, in order:
 3. posts ``task_text``, ``video_path`` (or ``video_b64`` with ``send_video_inline``),
    ``nframes``, ``max_pixels``, ``video_fps``, ``backend``, ``backend_kwargs`` and
    ``score_mode`` through one pooled ``requests`` session;
-4. removes the MP4 unless ``keep_temp_video``, whether the request succeeded or not.
+4. removes the MP4 unless ``keep_temp_video``, whether the request succeeded or not (a
+   kept video's path is in the result, on a fallback too).
+
+``score_video`` sends step 3's request for an MP4 that already exists and never removes it
+(re-scoring a run's kept videos with another judge).
 
 Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN or
 out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
@@ -31,11 +35,12 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import requests
+import urllib3
 
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from vlm_reward.video_io import encode_mp4
@@ -126,26 +131,51 @@ class VLMRewardClient:
         path = os.path.join(self._video_dir, f"libero_episode_{uuid.uuid4().hex}.mp4")
         try:
             encode_mp4(frames, path, fps=self.cfg.video_fps)
-            body = self._post(self._payload(episode.task_text, path, len(frames)))
-        except RewardRequestError as exc:
-            return self._fallback(episode, exc, started, len(frames))
+            kept = path if self.cfg.keep_temp_video else None
+            return self._request(episode, path, len(frames), started, kept)
         finally:
             if not self.cfg.keep_temp_video and os.path.exists(path):
                 os.remove(path)
+
+    def score_video(
+        self, task_text: str, video_path: str, num_frames: int, native_success: bool
+    ) -> ScoreResult:
+        """Score an MP4 that already exists, e.g. a kept episode video re-scored by another judge.
+
+        The request, retries, validation and fallback are those of :meth:`score` (the
+        fallback uses ``native_success``); ``num_frames`` is sent as ``nframes``. The file
+        is read, never removed, and the result's ``video_path`` is its absolute path.
+        """
+        episode = Episode(task_text, (), native_success)
+        started = time.perf_counter()
+        return self._request(episode, video_path, num_frames, started, os.path.abspath(video_path))
+
+    def close(self) -> None:
+        """Stop the worker threads and close the HTTP connections."""
+        self._pool.shutdown(wait=True)
+        self._session.close()
+
+    def _request(
+        self, episode: Episode, path: str, nframes: int, started: float, kept: str | None
+    ) -> ScoreResult:
+        """POST the video at ``path``; a failure becomes the fallback (or raises, see ``score``).
+
+        ``kept`` is the path to report as ``video_path``, also on a fallback: a kept video
+        of a failed call is what a later re-scoring needs most.
+        """
+        try:
+            body = self._post(self._payload(episode.task_text, path, nframes))
+        except RewardRequestError as exc:
+            return replace(self._fallback(episode, exc, started, nframes), video_path=kept)
         return ScoreResult(
             score=body["score"],
             raw_value=body.get("raw_value"),
             answer=body.get("answer"),
             latency_s=time.perf_counter() - started,
             fallback=False,
-            video_path=path if self.cfg.keep_temp_video else None,
-            num_frames_sent=len(frames),
+            video_path=kept,
+            num_frames_sent=nframes,
         )
-
-    def close(self) -> None:
-        """Stop the worker threads and close the HTTP connections."""
-        self._pool.shutdown(wait=True)
-        self._session.close()
 
     def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -184,6 +214,11 @@ class VLMRewardClient:
             response = self._session.post(endpoint, json=payload, timeout=self.cfg.timeout)
         except requests.Timeout as exc:
             raise RewardRequestError("timeout", endpoint, f"no answer within {self.cfg.timeout} s") from exc
+        except requests.ConnectionError as exc:
+            if _is_read_timeout(exc):  # the body stalled: a timeout, not retried (it would stall again)
+                message = f"no answer within {self.cfg.timeout} s"
+                raise RewardRequestError("timeout", endpoint, message) from exc
+            raise RewardRequestError("connection", endpoint, _short(exc)) from exc
         except requests.RequestException as exc:
             raise RewardRequestError("connection", endpoint, _short(exc)) from exc
         try:
@@ -237,6 +272,16 @@ def _server_error(body: Any) -> tuple[str, str]:
         kind = str(body["error"].get("type") or "http_error")
         return kind, f"{kind}: {body['error'].get('message', '')}"
     return "http_error", str(body)[:200]
+
+
+def _is_read_timeout(exc: requests.ConnectionError) -> bool:
+    """Whether ``exc`` is a stalled response body.
+
+    ``requests`` raises ``Timeout`` only while waiting for the status line and headers; a
+    body that stops arriving for ``timeout`` seconds surfaces as a ``ConnectionError``
+    wrapping urllib3's ``ReadTimeoutError``.
+    """
+    return any(isinstance(arg, urllib3.exceptions.ReadTimeoutError) for arg in exc.args)
 
 
 def _short(exc: Exception) -> str:

@@ -1,0 +1,305 @@
+"""What every benchmark shares: interleaved timing, statistics, the table, a server, a LIBERO env.
+
+This machine is shared and noisy (2 cores, other jobs come and go), so the benchmarks never
+compare numbers taken at different times: :func:`interleave` runs the contenders in
+alternation within one run (rotating which goes first), and ratios are taken per
+repetition, pair by pair, before the median. Tables show the median and the min/max.
+
+The reward server launcher is a small copy of ``tests/support/server.py`` that reports
+failures with ``RuntimeError`` instead of ``pytest.fail``: a benchmark is a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
+FAKE_BACKENDS = "tests.support.fake_backends"
+
+
+# ---- statistics and the table ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Median, min and max of repeated measurements."""
+
+    median: float
+    minimum: float
+    maximum: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Stats:
+        """Summarise ``samples``; ``ValueError`` if there are none."""
+        if not samples:
+            raise ValueError("no samples to summarise.")
+        return cls(statistics.median(samples), min(samples), max(samples), len(samples))
+
+
+def ratios(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Pairwise ``a / b`` of measurements taken in the same repetition."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"cannot pair {len(numerators)} samples with {len(denominators)}.")
+    return [a / b for a, b in zip(numerators, denominators, strict=True)]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One table line: ``stats`` are shown multiplied by ``scale`` in ``unit``."""
+
+    label: str
+    stats: Stats
+    unit: str
+    scale: float = 1.0
+
+
+def print_table(title: str, rows: Sequence[Row]) -> None:
+    """Print ``rows`` as an aligned table of median, min, max and sample count."""
+    width = max(len(r.label) for r in rows)
+    print(f"\n{title}")
+    print(f"{'':{width}}  {'median':>10}  {'min':>10}  {'max':>10}  {'n':>4}  unit")
+    for r in rows:
+        s, k = r.stats, r.scale
+        cells = "  ".join(f"{v * k:10.4g}" for v in (s.median, s.minimum, s.maximum))
+        print(f"{r.label:{width}}  {cells}  {s.n:4d}  {r.unit}")
+
+
+def verdict(name: str, value: float, target: str, met: bool) -> str:
+    """One line saying whether a target is met, printed under the tables."""
+    return f"{name}: {value:.4g} (target {target}) -> {'MET' if met else 'NOT MET'}"
+
+
+# ---- running the contenders side by side ----------------------------------------------
+
+
+def interleave(
+    measures: Mapping[str, Callable[[], float]], repeats: int, warmup: int = 1
+) -> dict[str, list[float]]:
+    """Run each measure once per repetition, in rotating order; return the samples by name.
+
+    A measure returns the quantity it measured (usually seconds), so it can leave set-up
+    out of its own timing. ``warmup`` repetitions run first and are discarded (first calls
+    pay for imports, connections and caches). Rotating the order keeps a slow phase of the
+    machine from always hitting the same contender.
+    """
+    names = list(measures)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(warmup + repeats):
+        shift = rep % len(names)
+        for name in names[shift:] + names[:shift]:
+            value = measures[name]()
+            if rep >= warmup:
+                samples[name].append(value)
+    return samples
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    """Seconds ``fn()`` took (``time.perf_counter``)."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+# ---- command line and machine ---------------------------------------------------------
+
+
+def parse_args(
+    description: str, repeats: int, add: Callable[[argparse.ArgumentParser], None] | None = None
+) -> argparse.Namespace:
+    """``--repeats`` (default ``repeats``) plus whatever ``add`` declares."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--repeats", type=_at_least_one, default=repeats, help="repetitions (default %(default)s)"
+    )
+    if add is not None:
+        add(parser)
+    return parser.parse_args()
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def machine_summary() -> str:
+    """nproc, CPU model, RAM and load: what the numbers were measured on."""
+    model = platform.processor() or "unknown CPU"
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    ram = psutil.virtual_memory().total / 2**30
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} CPUs ({model}), {ram:.1f} GiB RAM, load average {load}"
+
+
+def header(title: str) -> None:
+    """Print the benchmark's title, the date and the machine."""
+    print(f"# {title}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}, {machine_summary()}")
+
+
+# ---- the reward server ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A port nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RewardServer:
+    """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process.
+
+    ``plugins`` are imported with ``--plugin`` (the test backends live in
+    ``tests.support.fake_backends``). The log goes to ``log_path``.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        log_path: Path,
+        plugins: Sequence[str] = (FAKE_BACKENDS,),
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+    ) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        cmd = [sys.executable, "-m", "vlm_reward.libero_reward_server"]
+        for plugin in plugins:
+            cmd += ["--plugin", plugin]
+        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args]
+        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": path, **(env or {})}, stdout=log, stderr=log
+            )
+
+    @property
+    def endpoint(self) -> str:
+        """The ``/score`` URL."""
+        return self.url("/score")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the server process now."""
+        return psutil.Process(self.pid).memory_info().rss
+
+    def wait_ready(self, timeout: float = 120.0) -> RewardServer:
+        """Block until ``/health`` is 200; ``RuntimeError`` with the log tail if it never is."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"reward server exited with {self.proc.returncode}:\n{self._tail()}")
+            try:
+                if requests.get(self.url("/health"), timeout=2).status_code == 200:
+                    return self
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"reward server not ready after {timeout} s:\n{self._tail()}")
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL if it does not exit within 15 s."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> RewardServer:
+        return self.wait_ready()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-3000:]
+
+
+# ---- LIBERO and frames ----------------------------------------------------------------
+
+
+@contextmanager
+def libero_env(
+    max_episode_steps: int, reward_model: Mapping[str, Any] | None = None, num_envs: int = 1
+) -> Iterator[Any]:
+    """The project's LiberoEnv on libero_10 (reward model off unless ``reward_model``), closed after.
+
+    ``reward_model`` entries are set on the YAML's ``reward_model`` block, e.g.
+    ``{"enable": True, "endpoint": ...}``.
+    """
+    from omegaconf import OmegaConf
+
+    from rlinf.envs import get_env_cls
+
+    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg.max_episode_steps = max_episode_steps
+    for key, value in (reward_model or {}).items():
+        cfg.reward_model[key] = value
+    env = get_env_cls("libero")(
+        cfg, num_envs=num_envs, seed_offset=0, total_num_processes=1, worker_info=None
+    )
+    try:
+        yield env
+    finally:
+        env.close()
+        env.env.close()
+
+
+def idle_actions(num_envs: int, chunk: int) -> np.ndarray:
+    """Zero arm deltas, gripper open (-1): the robot holds still, shape ``(num_envs, chunk, 7)``."""
+    actions = np.zeros((num_envs, chunk, 7), dtype=np.float32)
+    actions[..., -1] = -1.0
+    return actions
+
+
+def synthetic_frames(n: int, size: int = 256, seed: int = 0) -> np.ndarray:
+    """``n`` RGB frames: a fixed textured scene with a square moving across it.
+
+    The texture makes H.264 work about as hard as on a LIBERO render (a flat image would
+    encode unrealistically fast); the moving square makes frames differ.
+    """
+    rng = np.random.default_rng(seed)
+    ramp = np.linspace(40, 200, size, dtype=np.float32)
+    base = np.stack(np.broadcast_arrays(ramp[None, :], ramp[:, None], 120.0), axis=-1)
+    scene = np.clip(base + rng.normal(0, 2, (size, size, 3)), 0, 255).astype(np.uint8)
+    frames = np.repeat(scene[None], n, axis=0)
+    side = size // 8
+    for t in range(n):
+        x = int(t * (size - side) / max(n - 1, 1))
+        frames[t, size // 2 : size // 2 + side, x : x + side] = (220, 40, 40)
+    return frames
