@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from typing import Any
 import numpy as np
 import psutil
 import requests
+
+from examples.embodiment.reward_eval.local_server import free_port, stop
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
@@ -166,13 +167,6 @@ def header(title: str) -> None:
 # ---- the reward server ----------------------------------------------------------------
 
 
-def free_port() -> int:
-    """A port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class RewardServer:
     """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process.
 
@@ -232,13 +226,7 @@ class RewardServer:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not exit within 15 s."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
 
     def __enter__(self) -> RewardServer:
         return self.wait_ready()

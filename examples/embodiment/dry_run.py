@@ -17,22 +17,17 @@ from __future__ import annotations
 
 import sys
 import time
-from urllib.parse import urlsplit, urlunsplit
 
 import hydra
 import numpy as np
 import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from examples.embodiment.reward_eval.local_server import health_url
+
 
 class SetupError(RuntimeError):
     """A check failed; the message says what and how to fix it."""
-
-
-def health_url(endpoint: str) -> str:
-    """``http://host:port/score`` -> ``http://host:port/health``."""
-    parts = urlsplit(endpoint)
-    return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
 
 
 def check_group_sizes(cfg: DictConfig) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,13 +12,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from examples.embodiment.reward_eval.local_server import free_port, stop
+
+__all__ = ["REPO", "ServerProcess", "free_port"]
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class ServerProcess:
@@ -81,11 +78,5 @@ class ServerProcess:
 
     def stop(self) -> int:
         """SIGTERM (uvicorn's graceful shutdown); returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop(self.proc)
         return self.proc.returncode
