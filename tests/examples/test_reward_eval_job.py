@@ -2,7 +2,8 @@
 
 The real runs use LIBERO and real reward servers on 127.0.0.1: the session's shared run
 (zero policy, local ``qwen2_5_vl_hf`` server on the tiny checkpoint, see conftest.py) and
-one short run of the random policy against a ``fixed_score`` server given by ``--endpoint``.
+one short run each of the random and the expert policy against a ``fixed_score`` server
+given by ``--endpoint``. The expert's full episodes run in ``test_reward_eval_expert_libero.py``.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, messa
         (["--endpoint", "http://127.0.0.1:1/score", "--model", "/m"], "--model only configure a local"),
         (["--endpoint", "ftp://x/score"], "--endpoint must be an http\\(s\\) URL"),
         (["--backend", "qwen2_5_vl_vllm"], "--backend qwen2_5_vl_vllm needs --model"),
-        (["--policy", "expert"], "unknown policy 'expert'; valid policies: random, zero"),
+        (["--policy", "oracle"], "unknown policy 'oracle'; valid policies: expert, random, zero"),
+        (["--policy", "expert", "--policy-kwargs", '{"drop": "fly"}'], "expert drop 'fly' is not a phase"),
         (["--policy", "random", "--policy-kwargs", '{"scale": 3}'], "scale must be in \\(0, 1\\]"),
         (["--tasks", "0,0"], "task ids repeat"),
         (["--tasks", "a"], "expected comma-separated integers"),
@@ -72,6 +74,7 @@ def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, messa
         "endpoint-not-http",
         "vllm-without-model",
         "unknown-policy",
+        "bad-expert-kwargs",
         "bad-policy-kwargs",
         "repeated-task",
         "non-integer-task",
@@ -209,7 +212,10 @@ def test_job_scores_every_episode_and_writes_the_report(
 
 @pytest.mark.libero
 @pytest.mark.slow
-def test_job_with_the_random_policy_against_an_endpoint(reward_eval_run: EvalRun, tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", ["random", "expert"])
+def test_job_with_a_moving_policy_against_an_endpoint(
+    reward_eval_run: EvalRun, tmp_path: Path, policy: str
+) -> None:
     run_dir = tmp_path / "run"
     server = ServerProcess(
         ["--backend", "fixed_score", "--model", "none", "--video-root", str(tmp_path)],
@@ -220,7 +226,7 @@ def test_job_with_the_random_policy_against_an_endpoint(reward_eval_run: EvalRun
         result = run_reward_eval(
             "run",
             *("--tasks", str(RUN_TASK), "--episodes-per-task", "1", "--num-envs", "1"),
-            *("--max-episode-steps", str(RUN_MAX_STEPS), "--policy", "random", "--policy-seed", "3"),
+            *("--max-episode-steps", str(RUN_MAX_STEPS), "--policy", policy, "--policy-seed", "3"),
             *("--endpoint", server.endpoint, "--backend", "fixed_score", "--threshold", "0.75"),
             *("--out", str(run_dir)),
         )
@@ -231,7 +237,7 @@ def test_job_with_the_random_policy_against_an_endpoint(reward_eval_run: EvalRun
     # fixed_score answers 0.8 by default: a real judgement, not a fallback.
     assert record["fallback"] is False and record["vlm_score"] == pytest.approx(0.8)
     assert record["vlm_success"] is True and record["success_threshold"] == 0.75
-    # The random policy moves the arm; the zero policy of the shared run leaves the scene still.
+    # Random and expert move the arm; the zero policy of the shared run leaves the scene still.
     assert _motion(record["video_path"]) > 3 * _motion(_records(reward_eval_run.run_dir)[0]["video_path"])
     assert json.loads((run_dir / "settings.json").read_text())["model"] == "the server's (--endpoint)"
 

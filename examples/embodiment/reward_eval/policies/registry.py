@@ -1,4 +1,4 @@
-"""Policies that drive the LIBERO rollouts of the reward-model evaluation job.
+"""The policy interface of the evaluation job and the registry that names policies.
 
 A policy answers one question per ``chunk_step``: given the env and its current
 observation, which ``(num_envs, chunk, 7)`` actions come next? The 7 numbers are
@@ -6,8 +6,9 @@ OpenVLA-OFT's action space for LIBERO: a 6-D end-effector delta (x, y, z, roll, 
 yaw, each in [-1, 1]) and the gripper (-1 open, +1 closed).
 
 The job never names a policy class: it calls :func:`make_policy` with the ``--policy``
-name, so a new policy (a scripted expert, an OpenVLA-OFT checkpoint) is one class with
-``@register_policy("name")`` in this module or any module imported before the job runs.
+name, so a new policy (an OpenVLA-OFT checkpoint, say) is one class with
+``@register_policy("name")`` in a module that the package's ``__init__`` imports (or any
+module imported before the job runs).
 
 **The env is part of the interface on purpose.** ``act`` and ``reset`` receive the
 ``LiberoEnv`` itself, not only the observation dict, because a scripted expert needs
@@ -82,39 +83,3 @@ def make_policy(name: str, **options: Any) -> Policy:
     if name not in _REGISTRY:
         raise ValueError(f"unknown policy {name!r}; valid policies: {', '.join(policy_names())}.")
     return _REGISTRY[name](**options)
-
-
-@register_policy("zero")
-class ZeroPolicy(Policy):
-    """No arm motion, gripper held open: the robot stays where the reset left it.
-
-    The baseline a judge must reject: nothing in the scene changes, so every episode is a
-    native failure (unless a task starts solved, which no LIBERO task does).
-    """
-
-    def act(self, env: Any, obs: dict[str, Any], chunk: int) -> np.ndarray:
-        actions = np.zeros((env.num_envs, chunk, ACTION_DIM), dtype=np.float32)
-        actions[..., -1] = GRIPPER_OPEN
-        return actions
-
-
-@register_policy("random")
-class RandomPolicy(Policy):
-    """Uniform end-effector deltas in ``[-scale, scale]`` and a random gripper (open/closed).
-
-    Seeded once, not per episode: a run is reproducible from ``--policy-seed`` while the
-    episodes of a run still differ from each other.
-    """
-
-    def __init__(self, seed: int = 0, scale: float = 0.5) -> None:
-        super().__init__(seed)
-        if not 0.0 < scale <= 1.0:
-            raise ValueError(f"random policy scale must be in (0, 1], got {scale}.")
-        self.scale = scale
-        self._rng = np.random.default_rng(seed)
-
-    def act(self, env: Any, obs: dict[str, Any], chunk: int) -> np.ndarray:
-        shape = (env.num_envs, chunk, ACTION_DIM)
-        actions = self._rng.uniform(-self.scale, self.scale, size=shape).astype(np.float32)
-        actions[..., -1] = self._rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=shape[:2])
-        return actions
