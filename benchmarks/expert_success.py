@@ -35,6 +35,7 @@ if str(REPO) not in sys.path:  # run as a script: make the repo importable
     sys.path.insert(0, str(REPO))
 
 from examples.embodiment.reward_eval.policies.expert import EXPERT_DROP_PHASES, ExpertController  # noqa: E402
+from examples.embodiment.reward_eval.rollout import positive_int  # noqa: E402
 
 RESET_NOOPS = 15  # what LiberoEnv.reset steps after setting the init state
 
@@ -112,7 +113,8 @@ def setting_fields(settings: dict[str, Any]) -> dict[str, Any]:
 
     Every record carries them, and a resumed ``--out`` only reuses the records that match.
     """
-    return {"chunk": settings["chunk"], "max_steps": settings["max_steps"], **settings["expert"]}
+    keys = ("suite", "chunk", "max_steps")
+    return {**{key: settings[key] for key in keys}, **settings["expert"]}
 
 
 def jobs(
@@ -152,9 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--trials", type=trial_range, default=list(range(50)), help="initial states (default 0-49)"
     )
-    p.add_argument("--chunk", type=int, default=8, help="actions per observation (default %(default)s)")
-    p.add_argument("--max-steps", type=int, default=512, help="episode limit (default: libero_10's 512)")
-    p.add_argument("--workers", type=int, default=2, help="parallel processes (default %(default)s)")
+    p.add_argument(
+        "--chunk", type=positive_int, default=8, help="actions per observation (default %(default)s)"
+    )
+    p.add_argument(
+        "--max-steps", type=positive_int, default=512, help="episode limit (default: libero_10's 512)"
+    )
+    p.add_argument("--workers", type=positive_int, default=2, help="parallel processes (default %(default)s)")
     p.add_argument("--action-noise", type=float, default=0.0)
     p.add_argument("--drop", choices=EXPERT_DROP_PHASES, default=None)
     p.add_argument("--out", type=Path, default=REPO / "runs" / "expert_success.jsonl")

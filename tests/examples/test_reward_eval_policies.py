@@ -174,8 +174,16 @@ def test_expert_must_be_reset_and_knows_its_tasks() -> None:
         ({"action_noise": -0.1}, "action_noise must be a number in \\[0, 1\\], got -0.1"),
         ({"action_noise": "high"}, "action_noise must be a number in \\[0, 1\\], got 'high'"),
         ({"noise": 0.1}, "unexpected keyword argument 'noise'"),
+        ({"drop_prob": 0.5}, "drop_prob 0.5 needs a drop phase; valid drops: descend, close"),
     ],
-    ids=["unknown-phase", "prob-above-one", "negative-noise", "noise-not-a-number", "unknown-option"],
+    ids=[
+        "unknown-phase",
+        "prob-above-one",
+        "negative-noise",
+        "noise-not-a-number",
+        "unknown-option",
+        "prob-without-drop",
+    ],
 )
 def test_expert_rejects_bad_options(options: dict[str, Any], message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
@@ -193,7 +201,18 @@ def test_drop_prob_decides_per_episode_and_is_reproducible() -> None:
     assert 16 < sum(drops(1)) < 48, "about half the episodes drop"
     assert not any(ExpertController(TASK0, seed=k, drop="carry", drop_prob=0.0).dropping for k in range(16))
     assert all(ExpertController(TASK0, seed=k, drop="carry").dropping for k in range(16))
-    assert not ExpertController(TASK0, seed=0, drop_prob=1.0).dropping, "no drop phase, nothing to drop"
+    assert not ExpertController(TASK0, seed=0).dropping, "no drop phase, nothing to drop"
+
+
+def test_dropping_does_not_change_the_noise() -> None:
+    raw = _scene_env(1).current_raw_obs[0]
+    experts = [
+        ExpertController(TASK0, seed=s, action_noise=0.3, drop="carry", drop_prob=0.5) for s in range(8)
+    ]
+    assert {e.dropping for e in experts} == {True, False}
+    for seed, expert in enumerate(experts):
+        clean = ExpertController(TASK0, seed=seed, action_noise=0.3)
+        np.testing.assert_array_equal(expert.act(raw, 8), clean.act(raw, 8))
 
 
 @pytest.mark.parametrize(("noise", "low", "high"), [(0.0, 0.0, 0.0), (0.3, 0.1, 0.4)], ids=["clean", "noisy"])

@@ -6,8 +6,10 @@ with :class:`~.pick_place.PickPlaceController`, from the object and end-effector
 of one run a controlled mix, which is what a reward-model evaluation needs:
 
 - ``drop`` (``descend``, ``close``, ``lift`` or ``carry``): on the plan's last object, open
-  the gripper as that phase begins and stop. The first object is in the basket, the last
-  one is left above, beside or on the way to it: a near miss, never a native success.
+  the gripper as that phase begins and stop. The first object is in the basket; the last
+  one is never grasped (``descend``, ``close``), let go as the lift begins (``lift``) or
+  dropped from carrying height once lifted (``carry``, it falls back near where it stood):
+  a near miss, never a native success.
 - ``drop_prob``: the chance that an episode drops (drawn per episode from ``seed``);
   ``0.5`` gives about as many near misses as successes.
 - ``action_noise``: the standard deviation of Gaussian noise added to the six motion
@@ -46,6 +48,11 @@ class Spoiler:
             )
         if not (isinstance(self.drop_prob, (int, float)) and 0.0 <= self.drop_prob <= 1.0):
             raise ValueError(f"expert drop_prob must be a number in [0, 1], got {self.drop_prob!r}.")
+        if self.drop is None and self.drop_prob != 1.0:
+            raise ValueError(
+                f"expert drop_prob {self.drop_prob!r} needs a drop phase; "
+                f"valid drops: {', '.join(EXPERT_DROP_PHASES)}."
+            )
 
 
 class ExpertController:
@@ -57,8 +64,9 @@ class ExpertController:
 
     def __init__(self, task: str, seed: int = 0, **spoiler: Any) -> None:
         self.spoiler = Spoiler(**spoiler)
-        self._rng = np.random.default_rng(seed)
-        self.dropping = self.spoiler.drop is not None and self._rng.random() < self.spoiler.drop_prob
+        # Separate streams: whether an episode drops does not change its noise.
+        drop_rng, self._rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+        self.dropping = self.spoiler.drop is not None and drop_rng.random() < self.spoiler.drop_prob
         drop_at = Phase(self.spoiler.drop) if self.dropping else None
         self._controller = PickPlaceController(plan_for(task), drop_at=drop_at)
 

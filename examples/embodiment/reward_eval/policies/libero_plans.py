@@ -12,8 +12,7 @@ from examples.embodiment.reward_eval.policies.pick_place import Container, Grasp
 CAN = Grasp(height=0.012, hang=0.05)  # alphabet soup, tomato sauce: 7.6 cm tall, 6.3 cm wide
 # cream cheese (8.0 x 4.2 x 1.8 cm), butter (7.7 x 3.9 x 1.7 cm): long side along x at
 # their nominal yaw (quaternion z = 1, a half turn), which the fingers span as they are.
-# The fingers open to 8 cm, so the grasp may shift 1.5 cm across a box, 2 cm along it,
-# and close on it from half a radian off square (it turns square between them).
+# The fingers open to 8 cm, so the grasp may shift 1.5 cm across a box and 2 cm along it.
 FLAT_BOX = Grasp(
     height=0.008, hang=0.02, align_yaw=True, yaw_offset=3.141592653589793, slide=0.02, play=0.015
 )

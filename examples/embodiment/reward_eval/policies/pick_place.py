@@ -80,10 +80,9 @@ class Grasp:
     ``align_yaw``: a box (align the fingers with its short side) or a can (any yaw).
     ``yaw_offset``: the object's yaw, from its quaternion, at which the default finger
     direction already spans the short side.
-    ``slide`` / ``play`` / ``turns``: how far the grasp point may move along a box's
-    long side / across it (where the open fingers have room to spare) and which yaws off
-    square the fingers still hold it at; :func:`grasp_pose` picks among them to keep the
-    hand clear of the neighbouring objects.
+    ``slide`` / ``play``: how far the grasp point may move along a box's long side /
+    across it (where the open fingers have room to spare); :func:`grasp_pose` picks the
+    point that keeps the hand clear of the neighbouring objects.
     """
 
     height: float
@@ -92,7 +91,6 @@ class Grasp:
     yaw_offset: float = 0.0
     slide: float = 0.0
     play: float = 0.0
-    turns: tuple[float, ...] = (0.0,)
 
 
 @dataclass(frozen=True)
@@ -222,8 +220,7 @@ class PickPlaceController:
             Phase.RETREAT: (over_box, GRIPPER_OPEN),
         }
         target, gripper = targets[self.phase]
-        held = self.phase in (Phase.LIFT, Phase.CARRY, Phase.LOWER)
-        return target, (self._held_yaw if held else yaw), gripper
+        return target, (self._held_yaw if self.phase in _HOLDING else yaw), gripper
 
     def _grasp(self, raw_obs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, float]:
         """:func:`grasp_pose` of the current step, computed once per observation."""
@@ -268,8 +265,8 @@ class PickPlaceController:
         a chunk in which the arm was told to descend, or no grasp after ``PHASE_LIMIT``
         steps of lining up and descending): within ``GRASP_REACH`` of the grasp
         height they are at the object, so close; higher up, a finger is on the object's rim,
-        so retry from the hover. A lift that opens a gap between end effector and object
-        held nothing: retry. After ``MAX_GRASP_TRIES`` the controller carries on regardless.
+        so retry from the hover. A lift or carry that opens a gap between end effector and
+        object holds nothing: retry. After ``MAX_GRASP_TRIES`` the controller carries on regardless.
         """
         step = self.current
         if step is None:
@@ -277,7 +274,8 @@ class PickPlaceController:
         eef_z, obj_z = float(raw_obs["robot0_eef_pos"][2]), float(raw_obs[f"{step.obj}_pos"][2])
         stalled = self._descent_stalled(eef_z)
         stalled |= self.phase in (Phase.HOVER, Phase.DESCEND) and self._phase_steps > PHASE_LIMIT
-        empty_lift = self.phase is Phase.LIFT and eef_z - obj_z > step.grasp.height + 0.04
+        # Checked in every phase that holds the object: a lift can end within a chunk.
+        empty_lift = self.phase in _HOLDING and eef_z - obj_z > step.grasp.height + 0.04
         close_enough = eef_z - (obj_z + step.grasp.height) < GRASP_REACH
         if stalled and (close_enough or self.tries + 1 >= MAX_GRASP_TRIES):
             self._enter(Phase.CLOSE)
@@ -305,6 +303,7 @@ _TOLERANCE = {
     Phase.RETREAT: (0.03, 0.02),
 }
 _PRECISE = (Phase.HOVER, Phase.DESCEND)
+_HOLDING = (Phase.LIFT, Phase.CARRY, Phase.LOWER)
 _NEXT = {
     Phase.HOVER: Phase.DESCEND,
     Phase.DESCEND: Phase.CLOSE,
@@ -344,12 +343,11 @@ def grasp_pose(step: PickPlace, raw_obs: Mapping[str, np.ndarray]) -> tuple[np.n
     The Panda hand is ~20 cm long along its finger axis, so descending next to a tall
     object (a milk carton beside a cream cheese box) or the basket's rim can land the hand
     on it. The candidates are the centre and points up to ``slide`` along / ``play`` across
-    a box, at the box's yaw plus each of ``turns``; the chosen one keeps the hand segment
-    farthest from the nearest other object (the container counted with its radius).
-    Clearances beyond ``CLEAR`` are equally good, and ties keep the earlier candidate,
-    so an uncluttered object is grasped at its centre, square.
+    a box; the chosen one keeps the hand segment farthest from the nearest other object
+    (the container counted with its radius). Clearances beyond ``CLEAR`` are equally good,
+    and ties keep the earlier candidate, so an uncluttered object is grasped at its centre.
     """
-    base = grasp_yaw(step.grasp, raw_obs[f"{step.obj}_quat"])
+    yaw = grasp_yaw(step.grasp, raw_obs[f"{step.obj}_quat"])
     center = np.asarray(raw_obs[f"{step.obj}_pos"], float)[:2]
     others = [  # (x-y, radius): the container is wide, the other objects count as points
         (np.asarray(value, float)[:2], step.box.radius if key == f"{step.container}_pos" else 0.0)
@@ -360,21 +358,19 @@ def grasp_pose(step: PickPlace, raw_obs: Mapping[str, np.ndarray]) -> tuple[np.n
         and key != f"{step.obj}_pos"
     ]
     g = step.grasp
-    candidates = [
-        (a * g.slide * _along(base) + c * g.play * _along(base + np.pi / 2), base + turn)
-        for turn in g.turns
+    offsets = [
+        a * g.slide * _along(yaw) + c * g.play * _along(yaw + np.pi / 2)
         for a in (0, -1, 1)
         for c in (0, -1, 1)
     ]
 
-    def clearance(candidate: tuple[np.ndarray, float]) -> float:
-        offset, yaw = candidate
-        hand = HAND_HALF_LENGTH * _along(yaw + np.pi / 2)  # the fingers close along the hand
+    hand = HAND_HALF_LENGTH * _along(yaw + np.pi / 2)  # the fingers close along the hand
+
+    def clearance(offset: np.ndarray) -> float:
         ends = (center + offset - hand, center + offset + hand)
         return min([CLEAR, *(_segment_distance(o, *ends) - r for o, r in others)])
 
-    offset, yaw = max(candidates, key=clearance)
-    return np.array([*offset, 0.0]), yaw
+    return np.array([*max(offsets, key=clearance), 0.0]), yaw
 
 
 def _along(yaw: float) -> np.ndarray:
