@@ -13,7 +13,9 @@ of one run a controlled mix, which is what a reward-model evaluation needs:
 - ``drop_prob``: the chance that an episode drops (drawn per episode from ``seed``);
   ``0.5`` gives about as many near misses as successes.
 - ``action_noise``: the standard deviation of Gaussian noise added to the six motion
-  components of every action (clipped to [-1, 1]); grasps start to fail around 0.5.
+  components of every action (clipped to [-1, 1]). Measured on tasks 0 and 1, trials 0-9:
+  0.1 still solves 20/20 (with ~5% more steps), 0.2 solves 3/20, 0.3 none: the jittering
+  arm rarely settles within the centimetre the descent waits for.
 """
 
 from __future__ import annotations
