@@ -17,7 +17,7 @@ from tests.envs.conftest import libero_cfg, libero_env
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
-MAX_STEPS = 400  # the expert needs ~280 steps for two objects; libero_10 allows 512
+MAX_STEPS = 400  # the expert needs ~330 steps for two objects here; libero_10 allows 512
 CHUNK = 8
 SETTLE_CHUNKS = 3  # let a dropped object come to rest before calling the episode
 
