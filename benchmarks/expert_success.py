@@ -77,9 +77,9 @@ def play(
     steps = 0
     while steps < max_steps:
         for action in controller.act(obs, min(chunk, max_steps - steps)):
-            obs, *_ = env.step(action)
+            obs, _, success, _ = env.step(action)  # LIBERO's done is its success check
             steps += 1
-            if env.env._check_success():
+            if success:
                 return steps
     return None
 
