@@ -8,6 +8,7 @@ given by ``--endpoint``. The expert's full episodes run in ``test_reward_eval_ex
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -17,7 +18,8 @@ import pytest
 import requests
 from PIL import Image
 
-from examples.embodiment.reward_eval import rollout, scoring_options
+from examples.embodiment.reward_eval import rollout, run_output, scoring_options
+from examples.embodiment.reward_eval.local_server import RewardServerError, free_port
 from examples.embodiment.reward_eval.plots import read_video_frames
 from examples.embodiment.reward_eval.policies import make_policy
 from tests.examples.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
@@ -110,6 +112,35 @@ def _scoring_args(argv: list[str]):
     args = parser.parse_args(argv)
     scoring_options.check_scoring_options(parser, args)
     return args
+
+
+def test_an_unreachable_endpoint_ends_the_job_with_status_1_and_one_line(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}/score"  # nothing listens there
+    result = run_reward_eval("run", "--endpoint", endpoint, "--out", str(tmp_path / "out"))
+    assert result.returncode == 1, result.stderr[-2000:]
+    health = endpoint.replace("/score", "/health")
+    assert f"[reward-eval] error: the reward server is not reachable at {health}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [(None, 0), (RewardServerError("no server"), 1), (ValueError("a bug"), None)],
+    ids=["ok", "server-error-is-status-1", "other-errors-propagate"],
+)
+def test_run_command_maps_server_errors_to_status_1(
+    failure: Exception | None, status: int | None, capsys
+) -> None:
+    def execute(args: object) -> None:
+        if failure is not None:
+            raise failure
+
+    if status is None:
+        with pytest.raises(ValueError, match="a bug"):
+            run_output.run_command(execute, argparse.Namespace())
+        return
+    assert run_output.run_command(execute, argparse.Namespace()) == status
+    assert ("[reward-eval] error: no server" in capsys.readouterr().err) is (status == 1)
 
 
 @pytest.mark.slow

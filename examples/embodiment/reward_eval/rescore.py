@@ -28,13 +28,13 @@ from typing import Any
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from examples.embodiment.reward_eval.local_server import RewardServerError
 from examples.embodiment.reward_eval.rollout import ENV_CONFIG, positive_int
 from examples.embodiment.reward_eval.run_output import (
     default_run_dir,
     episode_logs,
     finish_report,
     plain_options,
+    run_command,
     write_settings,
 )
 from examples.embodiment.reward_eval.scoring_options import (
@@ -231,13 +231,7 @@ def rescore_settings(
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    args = parse_args(argv)
-    try:
-        rescore(args)
-    except RewardServerError as exc:
-        print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command(rescore, parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -31,13 +31,13 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
-from examples.embodiment.reward_eval.local_server import RewardServerError
 from examples.embodiment.reward_eval.policies import Policy, make_policy, policy_names
 from examples.embodiment.reward_eval.run_output import (
     default_run_dir,
     episode_logs,
     finish_report,
     plain_options,
+    run_command,
     write_settings,
 )
 from examples.embodiment.reward_eval.scoring_options import (
@@ -304,13 +304,7 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
-    args = parse_args(argv)
-    try:
-        run(args)
-    except RewardServerError as exc:
-        print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return run_command(run, parse_args(argv))
 
 
 if __name__ == "__main__":

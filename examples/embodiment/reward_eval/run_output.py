@@ -6,14 +6,32 @@ from either can be re-scored, compared or read by the same tools.
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from examples.embodiment.reward_eval.local_server import RewardServerError
+
 REPO = Path(__file__).resolve().parents[3]
 EPISODE_LOG_GLOB = "vlm_episodes_*.jsonl"
+
+
+def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
+    """Run a job command (``run``, ``rescore``) on parsed ``args``; returns the exit status.
+
+    A reward server that cannot be started or reached is the user's to fix, not a bug: it
+    ends the command with its one-line message and status 1 instead of a traceback.
+    """
+    try:
+        execute(args)
+    except RewardServerError as exc:
+        print(f"[reward-eval] error: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def default_run_dir(prefix: str = "") -> Path:
