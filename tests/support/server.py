@@ -55,6 +55,17 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
+        """The log once it holds every one of ``needles``, or as it is after ``timeout`` s.
+
+        The server writes a request's access line after the response has gone out, so a
+        client that reads the log right after its response can be a moment early.
+        """
+        deadline = time.monotonic() + timeout
+        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.log()
+
     def wait_until(
         self, predicate: Callable[[requests.Response], bool], timeout: float = 60.0
     ) -> requests.Response:
