@@ -2,11 +2,21 @@
 
 A video VLM on a GPU scores a batch of N episodes in far less than N times the cost of
 one, and a training step sends one request per finished episode at nearly the same time.
-:class:`DynamicBatcher` owns one worker thread per backend. The worker blocks for the
-first job, then keeps collecting jobs for at most ``max_wait_ms`` (or until it has
-``max_batch_size``), runs them as one ``generate(jobs)`` call and hands each caller its own
-answer or its own exception. Having a single worker is also what guarantees a backend's
-``generate`` is never called concurrently (the backend contract).
+:class:`DynamicBatcher` owns one worker thread per backend, which is also what guarantees
+that a backend's ``generate`` is never called concurrently (the backend contract).
+
+When a batch starts. The worker takes the first queued job, then keeps collecting jobs
+for at most ``max_wait_ms`` (or until it has ``max_batch_size``), but only while more jobs
+are known to be on their way: a request takes a :meth:`DynamicBatcher.reserve` ticket
+when it arrives, before its video is validated, and hands it in with its job. So the
+burst of requests at the end of a chunk is batched, while a lone request on an idle server
+starts at once instead of sitting out the window.
+
+Work nobody waits for. :meth:`DynamicBatcher.abandon` drops a queued job, or asks the
+backend to stop a running one through the ``cancel`` hook (the server sets the job's
+cancel event, which backends check between tokens). :meth:`DynamicBatcher.close` answers
+every queued and running job with :class:`BatcherClosedError` at once and cancels the
+running ones, so a shutdown neither runs the queue to the end nor leaves callers hanging.
 
 Callers get a :class:`concurrent.futures.Future`, so the batcher works from plain threads
 (its unit tests) and from asyncio (``asyncio.wrap_future`` in the server) alike.
@@ -15,9 +25,9 @@ Callers get a :class:`concurrent.futures.Future`, so the batcher works from plai
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Generic, TypeVar
@@ -27,12 +37,40 @@ ResultT = TypeVar("ResultT")
 
 logger = logging.getLogger(__name__)
 
-# Put on the queue by close(); everything queued before it is still served.
-_STOP = object()
-
 
 class BatcherClosedError(RuntimeError):
-    """Raised by :meth:`DynamicBatcher.submit` after :meth:`DynamicBatcher.close`."""
+    """The batcher was closed before the job was answered (the server is shutting down)."""
+
+
+class Reservation(Generic[JobT, ResultT]):
+    """A ticket saying "a job is on its way"; use it as a context manager around validation.
+
+    :meth:`submit` hands in the job; leaving the ``with`` block without submitting (the
+    request failed validation) releases the ticket, so the worker stops waiting for it.
+    """
+
+    def __init__(self, batcher: DynamicBatcher[JobT, ResultT]) -> None:
+        self._batcher = batcher
+        self._open = True
+
+    def __enter__(self) -> Reservation[JobT, ResultT]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    def submit(self, job: JobT) -> Future[ResultT]:
+        """Queue ``job`` (consumes the ticket); the future resolves to its result or exception."""
+        if not self._open:
+            raise RuntimeError("this reservation was already used or released.")
+        self._open = False
+        return self._batcher._enqueue(job, reserved=True)
+
+    def release(self) -> None:
+        """Give the ticket back without a job (idempotent)."""
+        if self._open:
+            self._open = False
+            self._batcher._unreserve()
 
 
 class DynamicBatcher(Generic[JobT, ResultT]):
@@ -40,7 +78,8 @@ class DynamicBatcher(Generic[JobT, ResultT]):
 
     ``generate(jobs)`` must return one entry per job, in order: a result, or an exception
     for a job that failed alone. If it raises, or returns the wrong number of entries,
-    every job of that batch fails with that error.
+    every job of that batch fails with that error. ``cancel(job)``, if given, is called
+    (from any thread) for a running job whose answer nobody will read.
     """
 
     def __init__(
@@ -50,86 +89,158 @@ class DynamicBatcher(Generic[JobT, ResultT]):
         max_batch_size: int = 8,
         max_wait_ms: float = 20.0,
         name: str = "backend",
+        cancel: Callable[[JobT], None] | None = None,
     ) -> None:
         if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
             raise ValueError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}.")
         if not max_wait_ms >= 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms!r}.")
         self._generate = generate
+        self._cancel = cancel
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_ms / 1000.0
         self.name = name
-        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        # One lock guards the queue, the counters and every future's completion, so
+        # close() and the worker never answer the same future twice.
+        self._cond = threading.Condition()
+        self._queue: deque[tuple[JobT, Future[ResultT]]] = deque()
+        self._running: dict[Future[ResultT], JobT] = {}
+        self._reserved = 0
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"batcher-{name}", daemon=True)
         self._thread.start()
 
+    def reserve(self) -> Reservation[JobT, ResultT]:
+        """A ticket for a job that will be submitted soon (see :class:`Reservation`)."""
+        with self._cond:
+            self._raise_if_closed()
+            self._reserved += 1
+        return Reservation(self)
+
     def submit(self, job: JobT) -> Future[ResultT]:
-        """Queue ``job``; the future resolves to its result or raises its own exception."""
-        future: Future[ResultT] = Future()
-        # The lock orders submit against close(): nothing can land behind the stop marker.
-        with self._lock:
-            if self._closed:
-                raise BatcherClosedError(f"the batcher for {self.name!r} is closed (server shutting down).")
-            self._queue.put((job, future))
-        return future
+        """Queue ``job`` without a reservation; the future resolves to its result or exception."""
+        return self._enqueue(job, reserved=False)
+
+    def abandon(self, future: Future[ResultT]) -> None:
+        """Nobody will read ``future``: drop its job if queued, else ask the backend to stop it."""
+        with self._cond:
+            if future.cancel():
+                self._queue = deque(item for item in self._queue if item[1] is not future)
+                return
+            job = self._running.get(future)
+        if job is not None and self._cancel is not None:
+            self._cancel(job)
 
     def close(self, timeout: float | None = None) -> None:
-        """Stop accepting jobs, finish the queued ones, and join the worker (idempotent)."""
-        with self._lock:
+        """Stop accepting jobs; answer queued and running ones with :class:`BatcherClosedError`.
+
+        Running jobs are also cancelled (the ``cancel`` hook), so the worker is free after
+        the backend's next check; the worker is joined for at most ``timeout`` seconds.
+        Idempotent.
+        """
+        closed = BatcherClosedError(f"the server is shutting down; the job for {self.name!r} was not run.")
+        with self._cond:
             if not self._closed:
                 self._closed = True
-                self._queue.put(_STOP)
+                for _, future in self._queue:
+                    if future.set_running_or_notify_cancel():
+                        future.set_exception(closed)
+                self._queue.clear()
+                running = list(self._running.items())
+                for future, _ in running:
+                    if not future.done():
+                        future.set_exception(closed)
+                self._cond.notify_all()
+            else:
+                running = []
+        for _, job in running:
+            self._cancel_quietly(job)
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 
+    # ---- internals --------------------------------------------------------------------
+
+    def _raise_if_closed(self) -> None:
+        if self._closed:
+            raise BatcherClosedError(f"the batcher for {self.name!r} is closed (server shutting down).")
+
+    def _enqueue(self, job: JobT, *, reserved: bool) -> Future[ResultT]:
+        future: Future[ResultT] = Future()
+        with self._cond:
+            if reserved:
+                self._reserved -= 1
+            self._raise_if_closed()
+            self._queue.append((job, future))
+            self._cond.notify_all()
+        return future
+
+    def _unreserve(self) -> None:
+        with self._cond:
+            self._reserved -= 1
+            self._cond.notify_all()
+
+    def _cancel_quietly(self, job: JobT) -> None:
+        if self._cancel is None:
+            return
+        try:
+            self._cancel(job)
+        except Exception:
+            logger.exception("cancelling a job of %r failed", self.name)
+
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is _STOP:
+            batch = self._next_batch()
+            if batch is None:
                 return
-            batch = [item]
-            stop = self._collect(batch)
-            self._run_batch(batch)
-            if stop:
-                return
+            if batch:
+                self._run_batch(batch)
 
-    def _collect(self, batch: list[object]) -> bool:
-        """Add jobs to ``batch`` until full or the wait window ends; True if close() was seen."""
-        deadline = time.monotonic() + self.max_wait_s
-        while len(batch) < self.max_batch_size:
-            remaining = deadline - time.monotonic()
-            try:
-                # Past the deadline, still take what is already queued: it costs no waiting.
-                item = self._queue.get(timeout=remaining) if remaining > 0 else self._queue.get_nowait()
-            except queue.Empty:
-                return False
-            if item is _STOP:
-                return True
-            batch.append(item)
-        return False
+    def _next_batch(self) -> list[tuple[JobT, Future[ResultT]]] | None:
+        """The next batch, marked running; ``None`` once closed. Cancelled jobs are left out."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            batch = [self._queue.popleft()]
+            deadline = time.monotonic() + self.max_wait_s
+            while len(batch) < self.max_batch_size:
+                if self._queue:
+                    batch.append(self._queue.popleft())
+                    continue
+                remaining = deadline - time.monotonic()
+                # Wait only for jobs known to be on their way, and never past the window.
+                if self._closed or self._reserved <= 0 or remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            if self._closed:  # close() ran while we collected: it could not see these jobs
+                for _, future in batch:
+                    if future.set_running_or_notify_cancel():
+                        future.set_exception(BatcherClosedError("the server is shutting down."))
+                return None
+            live = [(job, fut) for job, fut in batch if fut.set_running_or_notify_cancel()]
+            self._running = {fut: job for job, fut in live}
+            return live
 
-    def _run_batch(self, batch: list[object]) -> None:
-        # A caller that gave up (cancelled future) is dropped before the model sees its job.
-        live = [(job, fut) for job, fut in batch if fut.set_running_or_notify_cancel()]  # type: ignore[misc]
-        if not live:
-            return
-        jobs = [job for job, _ in live]
+    def _run_batch(self, batch: list[tuple[JobT, Future[ResultT]]]) -> None:
+        jobs = [job for job, _ in batch]
         start = time.perf_counter()
         try:
-            results = list(self._generate(jobs))
+            results: list[ResultT | BaseException] = list(self._generate(jobs))
             if len(results) != len(jobs):
                 raise RuntimeError(f"generate returned {len(results)} answers for {len(jobs)} jobs.")
         except Exception as exc:
             # No traceback here: every caller gets the exception and reports it.
             logger.warning("batch of %d failed in %r: %s", len(jobs), self.name, type(exc).__name__)
-            for _, fut in live:
-                fut.set_exception(exc)
-            return
-        logger.debug("batch of %d in %.3f s (%s)", len(jobs), time.perf_counter() - start, self.name)
-        for (_, fut), result in zip(live, results, strict=True):
-            if isinstance(result, BaseException):
-                fut.set_exception(result)
-            else:
-                fut.set_result(result)
+            results = [exc] * len(jobs)
+        else:
+            logger.debug("batch of %d in %.3f s (%s)", len(jobs), time.perf_counter() - start, self.name)
+        with self._cond:
+            self._running = {}
+            for (_, future), result in zip(batch, results, strict=True):
+                if future.done():  # answered by close() meanwhile
+                    continue
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)

@@ -17,8 +17,11 @@ status  type                    when
 405     method_not_allowed      wrong HTTP method for a known URL
 413     payload_too_large       inline video over ``--max-video-mb`` or request body too big
 422     validation_error        the request does not match the schema (types, ranges, fields)
+422     limit_exceeded          a field is above one of the server's ``--max-*`` caps
+                                (:mod:`vlm_reward.limits`); the message names the cap's flag
 499     client_disconnected     the client closed the connection before its score was ready;
-                                its queued job was dropped (only the server log sees this)
+                                its job was dropped, or stopped if it was already generating
+                                (only the server log sees this)
 500     inference_error         the backend failed while generating
 500     internal_error          a bug in the server (details only in the server log)
 502     parse_error             the model answered, but no score can be read from the answer;
@@ -26,6 +29,8 @@ status  type                    when
 503     backend_not_loaded      backend registered, but this server was not started with it
 503     backend_loading         the backend is still loading (``/health`` turns 200 when done)
 503     backend_load_failed     the backend failed to load; the message has the reason
+503     shutting_down           the server is stopping; queued and running jobs are answered
+                                with this at once (a client retries 503 elsewhere or later)
 ======  ======================  =========================================================
 
 Messages never carry stack traces, and text that comes from exceptions we did not write
@@ -97,8 +102,15 @@ class PayloadTooLargeError(RewardServerError):
     error_type = "payload_too_large"
 
 
+class LimitExceededError(RewardServerError):
+    """A request field is above one of the server's caps (see :mod:`vlm_reward.limits`)."""
+
+    status = 422
+    error_type = "limit_exceeded"
+
+
 class ClientDisconnectedError(RewardServerError):
-    """The client went away while its job waited; 499 is nginx's "client closed request"."""
+    """The client went away before its answer; 499 is nginx's "client closed request"."""
 
     status = 499
     error_type = "client_disconnected"
@@ -120,6 +132,10 @@ class BackendLoadingError(BackendNotLoadedError):
 
 class BackendLoadFailedError(BackendNotLoadedError):
     error_type = "backend_load_failed"
+
+
+class ServerShuttingDownError(BackendNotLoadedError):
+    error_type = "shutting_down"
 
 
 class BackendError(Exception):

@@ -3,8 +3,9 @@
 The models are strict: a wrong JSON type (``"16"`` for ``nframes``, ``123`` for
 ``task_text``) and unknown fields are rejected with 422 instead of being coerced or ignored,
 because a silently ignored misspelled field (``nframe``) would score with a default the
-caller never chose. Bounds keep one request from asking for unbounded work (``nframes``)
-or memory (``max_pixels``).
+caller never chose. What a request may cost (frames, pixels, text length, tokens) is capped
+by the server's ``--max-*`` flags, checked after parsing (:mod:`vlm_reward.limits`); the
+bounds here are the ones that hold for every server.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 # makes the valid choices part of the 422 message.
 ScoreMode = Literal["auto", "percentage", "unit"]
 
-MAX_NFRAMES = 256
-# Qwen2.5-VL works on 28x28 patches: one patch is the smallest frame it can see, and
-# 16384 patches per frame is qwen-vl-utils' own ceiling.
+# Qwen2.5-VL works on 28x28 patches: one patch is the smallest frame it can see.
 MIN_PIXELS = 28 * 28
-MAX_PIXELS = 16384 * 28 * 28
+# The fps only labels the clip's timing (no work scales with it); beyond this it is a bug.
 MAX_VIDEO_FPS = 240.0
-MAX_TASK_CHARS = 4096
+# Linux's PATH_MAX: no longer path can name a file.
+MAX_PATH_CHARS = 4096
 
 
 class ScoreRequest(BaseModel):
@@ -31,13 +31,18 @@ class ScoreRequest(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    task_text: str = Field(min_length=1, max_length=MAX_TASK_CHARS, description="Task instruction.")
+    task_text: str = Field(min_length=1, description="Task instruction.")
     video_path: str | None = Field(
-        default=None, min_length=1, description="MP4 on the server's disk, inside its --video-root."
+        default=None,
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="MP4 on the server's disk, inside its --video-root.",
     )
     video_b64: str | None = Field(default=None, min_length=1, description="Base64-encoded MP4 bytes.")
-    nframes: int = Field(default=16, ge=1, le=MAX_NFRAMES, description="Frames the VLM samples.")
-    max_pixels: int = Field(default=200704, ge=MIN_PIXELS, le=MAX_PIXELS, description="Pixels per frame.")
+    nframes: int = Field(default=16, ge=1, description="Frames the VLM samples (cap: --max-nframes).")
+    max_pixels: int = Field(
+        default=200704, ge=MIN_PIXELS, description="Pixels per frame (cap: --max-pixels)."
+    )
     backend: str | None = Field(default=None, min_length=1, description="Backend name or alias.")
     backend_kwargs: dict[str, Any] = Field(default_factory=dict, description="Per-request overrides.")
     video_fps: float = Field(default=4.0, gt=0, le=MAX_VIDEO_FPS, description="Frame rate of the video.")
@@ -83,6 +88,7 @@ class HealthResponse(BaseModel):
     backend: str
     model: str
     max_batch_size: int
+    limits: dict[str, int | float] = Field(description="The server's per-request caps (--max-* flags).")
 
 
 class BackendsResponse(BaseModel):

@@ -7,7 +7,9 @@ client bytes of any size, so it is size-checked before it is decoded and written
 file that is removed when the request ends, whatever happens.
 
 Every video is decoded once (``count_frames``) before it reaches a backend, so junk bytes
-and empty clips are a 400 naming the problem instead of a 500 from deep inside a model.
+and empty clips are a 400 naming the problem instead of a 500 from deep inside a model;
+decoding stops past ``--max-video-frames``, so a small file of many tiny frames cannot make
+that check itself expensive.
 Errors never name host paths: the client knows which path it sent.
 """
 
@@ -27,6 +29,7 @@ from vlm_reward.errors import (
     VideoNotFoundError,
     VideoOutsideRootError,
 )
+from vlm_reward.limits import RequestLimits
 from vlm_reward.video_io import count_frames
 
 _MB = 1024 * 1024
@@ -38,21 +41,25 @@ class VideoPolicy:
 
     ``root`` is stored resolved (realpath), so the containment check compares like with
     like even when the configured root itself is a symlink. ``upload_dir`` is where inline
-    videos are written (default: the system temp dir).
+    videos are written (default: the system temp dir). Sizes come from the server's
+    :class:`~vlm_reward.limits.RequestLimits`.
     """
 
     root: str
-    max_bytes: int
+    limits: RequestLimits
     upload_dir: str | None = None
 
     @classmethod
-    def create(cls, root: str, max_video_mb: float, upload_dir: str | None = None) -> VideoPolicy:
+    def create(cls, root: str, limits: RequestLimits, upload_dir: str | None = None) -> VideoPolicy:
         """Validate the server settings; ``ValueError`` names the bad one."""
         if not os.path.isdir(root):
             raise ValueError(f"--video-root {root!r} is not an existing directory.")
-        if not max_video_mb > 0:
-            raise ValueError(f"--max-video-mb must be positive, got {max_video_mb}.")
-        return cls(os.path.realpath(root), int(max_video_mb * _MB), upload_dir)
+        return cls(os.path.realpath(root), limits, upload_dir)
+
+    @property
+    def max_bytes(self) -> int:
+        """Largest video file, inline (decoded) or by path."""
+        return int(self.limits.max_video_mb * _MB)
 
 
 @dataclass
@@ -81,10 +88,10 @@ def prepare_video(video_path: str | None, video_b64: str | None, policy: VideoPo
         raise InvalidRequestError("give exactly one of video_path or video_b64.")
     if video_path is not None:
         path = resolve_video_path(video_path, policy)
-        return LocalVideo(path, temporary=False, frames=check_decodable(path))
+        return LocalVideo(path, temporary=False, frames=check_decodable(path, policy.limits))
     path = write_inline_video(video_b64 or "", policy)
     try:
-        return LocalVideo(path, temporary=True, frames=check_decodable(path))
+        return LocalVideo(path, temporary=True, frames=check_decodable(path, policy.limits))
     except BaseException:
         _remove_quietly(path)
         raise
@@ -138,16 +145,21 @@ def write_inline_video(video_b64: str, policy: VideoPolicy) -> str:
     return path
 
 
-def check_decodable(path: str) -> int:
-    """Number of frames in ``path``; ``InvalidVideoError`` for empty, undecodable or frameless files."""
+def check_decodable(path: str, limits: RequestLimits) -> int:
+    """Number of frames in ``path``; ``InvalidVideoError`` for empty, undecodable or frameless files.
+
+    ``LimitExceededError`` (422) for more than ``limits.max_video_frames`` frames; decoding
+    stops one frame past the cap.
+    """
     if os.path.getsize(path) == 0:
         raise InvalidVideoError("the video file is empty (0 bytes).")
     try:
-        frames = count_frames(path)
+        frames = count_frames(path, stop_after=limits.max_video_frames + 1)
     except ValueError as exc:
         raise InvalidVideoError(f"the video cannot be decoded: {exc}") from None
     if frames == 0:
         raise InvalidVideoError("the video has no decodable frames.")
+    limits.check_video_frames(frames)
     return frames
 
 

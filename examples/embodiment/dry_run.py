@@ -5,7 +5,9 @@ In order, and stopping at the first failure with a message that says what to fix
 1. composes the hydra config and validates it with RLinf's ``validate_cfg``;
 2. checks that ``env.train.group_size`` equals ``algorithm.group_size`` (GRPO compares the
    rollouts of one initial state);
-3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``;
+3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``
+   and that the env's requests (``nframes``, ``max_pixels``) fit the server's caps, which
+   would otherwise refuse every episode with 422;
 4. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
    resets it and runs one ``chunk_step`` of idle actions. With the reward model on, the
    episode is cut to that one chunk so the server actually scores it.
@@ -15,8 +17,10 @@ Exit status 0 when everything passed, 1 otherwise.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from typing import Any
 
 import hydra
 import numpy as np
@@ -54,6 +58,23 @@ def check_reward_server(endpoint: str, timeout: float = 10.0) -> str:
             f"reward server at {url} is not ready (HTTP {response.status_code}): {response.text[:300]}"
         )
     return response.text
+
+
+def check_within_server_limits(reward_model: DictConfig, health: dict[str, Any]) -> None:
+    """``SetupError`` if the env's requests are above a cap the server reports in ``/health``."""
+    limits = health.get("limits", {})
+    asks = {
+        "max_nframes": ("nframes", reward_model.nframes),
+        "max_pixels": ("max_pixels", reward_model.max_pixels),
+        "max_video_pixels": ("nframes * max_pixels", reward_model.nframes * reward_model.max_pixels),
+    }
+    for cap, (what, value) in asks.items():
+        if cap in limits and value > limits[cap]:
+            flag = cap.replace("_", "-")
+            raise SetupError(
+                f"reward_model {what} is {value}, above the reward server's --{flag} {limits[cap]}: "
+                f"every episode would be refused; lower it or restart the server with a larger --{flag}."
+            )
 
 
 def smoke_env(cfg: DictConfig) -> None:
@@ -96,7 +117,9 @@ def run_checks(cfg: DictConfig) -> None:
     print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
     reward_model = cfg.env.train.reward_model
     if reward_model.enable:
-        print(f"[dry-run] reward server healthy: {check_reward_server(reward_model.endpoint)}")
+        health = check_reward_server(reward_model.endpoint)
+        print(f"[dry-run] reward server healthy: {health}")
+        check_within_server_limits(reward_model, json.loads(health))
     else:
         print("[dry-run] reward model off: training on the native LIBERO reward")
     smoke_env(cfg)

@@ -69,7 +69,11 @@ class ServerProcess:
     def wait_until(
         self, predicate: Callable[[requests.Response], bool], timeout: float = 60.0
     ) -> requests.Response:
-        """Poll ``/health`` until ``predicate`` holds; fail with the server log if it never does."""
+        """Poll ``/health`` until ``predicate`` holds; fail with the server log if it never does.
+
+        A server that never gets there is stopped before the test fails, so no fixture
+        leaves a process behind.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -81,6 +85,7 @@ class ServerProcess:
             except requests.ConnectionError:
                 pass
             time.sleep(0.05)
+        self.stop()
         pytest.fail(f"server /health never reached the expected state in {timeout} s:\n{self.log()}")
 
     def wait_ready(self, timeout: float = 60.0) -> ServerProcess:

@@ -7,12 +7,14 @@ the fixture MP4 with decord, and ``generate``. Only missing packages are simulat
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from vlm_reward.backends import ScoreJob, resolve_backend
+from vlm_reward.backends import JobCancelledError, ScoreJob, resolve_backend
 from vlm_reward.backends.qwen2_5_vl_hf import (
     INSTALL_HINT,
     GenerationSettings,
@@ -348,3 +350,70 @@ def test_batch_of_three_matches_one_by_one(backend: QwenHFBackend, sample_mp4: s
 def test_generate_before_load_is_an_error(sample_mp4: str) -> None:
     with pytest.raises(RuntimeError, match="not loaded"):
         QwenHFBackend("unused").generate([make_job(sample_mp4)])
+
+
+# --- cost: token budgets and cancellation ------------------------------------------------
+
+
+class CancelAfterChecks(threading.Event):
+    """A cancel event that reads as set from its ``n``-th check on: "the client left at token n"."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.checks, self.n = 0, n
+
+    def is_set(self) -> bool:
+        self.checks += 1
+        return self.checks >= self.n or super().is_set()
+
+
+@pytest.fixture(scope="module")
+def checkpoint_default_backend(tiny_qwen_checkpoint: str) -> QwenHFBackend:
+    loaded = QwenHFBackend(tiny_qwen_checkpoint)
+    loaded.load()
+    return loaded
+
+
+def test_token_budget_is_the_request_s_else_the_server_s_else_the_checkpoint_s(
+    backend: QwenHFBackend, checkpoint_default_backend: QwenHFBackend, tiny_qwen_checkpoint: str
+) -> None:
+    assert backend.token_budget({}) == 4  # the server-wide max_new_tokens of the fixture
+    assert backend.token_budget({"max_tokens": 9}) == 9
+    assert checkpoint_default_backend.token_budget({}) == 8  # the tiny checkpoint's generation config
+    assert QwenHFBackend(tiny_qwen_checkpoint).token_budget({}) == 512  # not loaded: the fallback
+    with pytest.raises(ValueError, match="positive integer"):
+        backend.token_budget({"max_new_tokens": 0})
+    with pytest.raises(ValueError, match="valid keys per request"):
+        backend.token_budget({"top_p": 0.5})
+
+
+def test_a_job_cancelled_before_its_batch_starts_is_not_run(backend: QwenHFBackend, sample_mp4: str) -> None:
+    cancelled = make_job(sample_mp4)
+    cancelled.cancelled.set()
+    kept = make_job(sample_mp4, nframes=4)
+    outputs = backend.generate([cancelled, kept])
+    assert isinstance(outputs[0], JobCancelledError) and "before it started" in str(outputs[0])
+    assert outputs[1] == backend.generate([kept])[0]
+
+
+def test_cancelling_one_job_mid_generation_stops_it_and_not_its_batch_mate(
+    backend: QwenHFBackend, sample_mp4: str
+) -> None:
+    mate = make_job(sample_mp4, max_new_tokens=12)
+    leaving = replace(make_job(sample_mp4, max_new_tokens=12), cancelled=CancelAfterChecks(3))
+    outputs = backend.generate([leaving, mate])
+    assert isinstance(outputs[0], JobCancelledError) and "while it was generating" in str(outputs[0])
+    assert leaving.cancelled.checks >= 3  # checked after every token, not only at the start
+    assert outputs[1] == backend.generate([make_job(sample_mp4, max_new_tokens=12)])[0]
+
+
+def test_a_cancel_from_another_thread_ends_a_runaway_generation(
+    backend: QwenHFBackend, sample_mp4: str
+) -> None:
+    """100k tokens take minutes on the tiny model (about 2 ms per token, more as it grows)."""
+    job = make_job(sample_mp4, max_new_tokens=100_000)
+    threading.Timer(0.5, job.cancelled.set).start()
+    start = time.monotonic()
+    [output] = backend.generate([job])
+    assert isinstance(output, JobCancelledError)
+    assert time.monotonic() - start < 30

@@ -53,20 +53,56 @@ def make_batcher() -> Callable[..., DynamicBatcher[int, int]]:
         batcher.close(timeout=5)
 
 
+def submit_burst(batcher: DynamicBatcher[int, int], jobs: Sequence[int]) -> list[Future[int]]:
+    """Submit ``jobs`` the way the server does for a burst: every request reserves on arrival."""
+    tickets = [batcher.reserve() for _ in jobs]
+    return [ticket.submit(job) for ticket, job in zip(tickets, jobs, strict=True)]
+
+
 def test_jobs_submitted_together_share_one_generate_call(make_batcher) -> None:
     gen = RecordingGenerate()
-    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=200)
-    futures = [batcher.submit(j) for j in range(8)]
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=2000)
+    futures = submit_burst(batcher, range(8))
     assert [f.result(timeout=5) for f in futures] == [2 * j for j in range(8)]
     assert gen.batches == [list(range(8))]
 
 
 def test_batches_are_capped_at_max_batch_size_and_keep_order(make_batcher) -> None:
     gen = RecordingGenerate()
-    batcher = make_batcher(gen, max_batch_size=4, max_wait_ms=200)
-    futures = [batcher.submit(j) for j in range(10)]
+    batcher = make_batcher(gen, max_batch_size=4, max_wait_ms=2000)
+    futures = submit_burst(batcher, range(10))
     assert [f.result(timeout=5) for f in futures] == [2 * j for j in range(10)]
     assert gen.batches == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+
+
+def test_a_lone_job_on_an_idle_batcher_does_not_wait_for_the_window(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=10_000)
+    start = time.monotonic()
+    assert batcher.submit(1).result(timeout=5) == 2
+    assert time.monotonic() - start < 5  # a wait would take the 10 s window
+
+
+def test_the_worker_waits_for_reserved_jobs_within_the_window(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=10_000)
+    first, second = batcher.reserve(), batcher.reserve()
+    early = first.submit(1)
+    time.sleep(0.2)  # the second request is still "validating its video"
+    late = second.submit(2)
+    assert (early.result(timeout=5), late.result(timeout=5)) == (2, 4)
+    assert gen.batches == [[1, 2]]
+
+
+def test_a_released_reservation_ends_the_wait(make_batcher) -> None:
+    gen = RecordingGenerate()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=10_000)
+    with batcher.reserve() as good, batcher.reserve():  # the second request fails validation
+        future = good.submit(1)
+    assert future.result(timeout=5) == 2
+    assert gen.batches == [[1]]
+    with pytest.raises(RuntimeError, match="already used"):
+        good.submit(3)
 
 
 def test_job_after_the_wait_window_goes_into_a_new_batch(make_batcher) -> None:
@@ -143,31 +179,71 @@ def test_generate_is_never_called_concurrently(make_batcher) -> None:
     assert max(len(batch) for batch in gen.batches) <= 3
 
 
-def test_cancelled_job_is_not_sent_to_the_model(make_batcher) -> None:
+@pytest.mark.parametrize("how", ["future.cancel", "abandon"])
+def test_a_cancelled_queued_job_is_not_sent_to_the_model(make_batcher, how: str) -> None:
     gen = RecordingGenerate()
     gen.release.clear()
-    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=0)
+    cancelled_jobs: list[int] = []
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=0, cancel=cancelled_jobs.append)
     first = batcher.submit(1)
     _wait_until(lambda: gen.active == 1)
-    cancelled, kept = batcher.submit(2), batcher.submit(3)
-    assert cancelled.cancel()
+    dropped, kept = batcher.submit(2), batcher.submit(3)
+    if how == "abandon":
+        batcher.abandon(dropped)
+    else:
+        assert dropped.cancel()
     gen.release.set()
     assert (first.result(timeout=5), kept.result(timeout=5)) == (2, 6)
     with pytest.raises(CancelledError):
-        cancelled.result(timeout=0)
+        dropped.result(timeout=0)
     assert gen.batches == [[1], [3]]
+    assert cancelled_jobs == []  # a queued job needs no cancel: it never started
 
 
-def test_close_finishes_queued_jobs_then_refuses_new_ones(make_batcher) -> None:
-    gen = RecordingGenerate(delay_s=0.05)
-    batcher = make_batcher(gen, max_batch_size=1, max_wait_ms=0)
-    futures: list[Future[int]] = [batcher.submit(j) for j in range(3)]
+def test_abandoning_a_running_job_asks_the_backend_to_stop_it(make_batcher) -> None:
+    gen = RecordingGenerate()
+    gen.release.clear()
+    batcher = make_batcher(gen, max_batch_size=8, max_wait_ms=0, cancel=lambda job: gen.release.set())
+    running = batcher.submit(5)
+    _wait_until(lambda: gen.active == 1)
+    batcher.abandon(running)  # the hook "stops" generate by releasing it
+    assert running.result(timeout=5) == 10  # the answer still lands, unread by the server
+    assert batcher.submit(6).result(timeout=5) == 12
+
+
+def test_close_answers_queued_and_running_jobs_at_once_and_cancels_the_running(make_batcher) -> None:
+    gen = RecordingGenerate()
+    gen.release.clear()  # the running batch would block for 5 s without the cancel
+    cancelled: list[int] = []
+
+    def cancel(job: int) -> None:
+        cancelled.append(job)
+        gen.release.set()
+
+    batcher = make_batcher(gen, max_batch_size=1, max_wait_ms=0, cancel=cancel)
+    running = batcher.submit(0)
+    _wait_until(lambda: gen.active == 1)
+    queued = [batcher.submit(j) for j in (1, 2)]
     batcher.close(timeout=5)
-    assert [f.result(timeout=0) for f in futures] == [0, 2, 4]
+    for future in (running, *queued):
+        with pytest.raises(BatcherClosedError, match="shutting down"):
+            future.result(timeout=0)
+    assert cancelled == [0]
+    assert gen.batches == [[0]]  # the queued jobs never reached the model
     assert not batcher._thread.is_alive()
     with pytest.raises(BatcherClosedError, match="closed"):
         batcher.submit(4)
+    with pytest.raises(BatcherClosedError, match="closed"):
+        batcher.reserve()
     batcher.close(timeout=1)  # idempotent
+
+
+def test_a_reservation_submitted_after_close_is_refused(make_batcher) -> None:
+    batcher = make_batcher(RecordingGenerate(), max_batch_size=8, max_wait_ms=0)
+    ticket = batcher.reserve()
+    batcher.close(timeout=5)
+    with pytest.raises(BatcherClosedError):
+        ticket.submit(1)
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from vlm_reward.parsing import SCORE_MODES
-from vlm_reward.schemas import MAX_NFRAMES, ScoreMode, ScoreRequest
+from vlm_reward.schemas import MAX_PATH_CHARS, MAX_VIDEO_FPS, ScoreMode, ScoreRequest
 
 
 def test_score_modes_match_the_parser() -> None:
@@ -24,19 +24,21 @@ def test_defaults_follow_the_protocol() -> None:
 @pytest.mark.parametrize(
     ("fields", "loc"),
     [
-        ({"nframes": MAX_NFRAMES + 1}, "nframes"),
+        ({"nframes": 0}, "nframes"),
         ({"nframes": 16.0}, "nframes"),
         ({"nframes": True}, "nframes"),
         ({"video_fps": 0}, "video_fps"),
         ({"video_fps": "4"}, "video_fps"),
-        ({"max_pixels": 10**12}, "max_pixels"),
+        ({"max_pixels": 10}, "max_pixels"),
+        ({"video_fps": MAX_VIDEO_FPS + 1}, "video_fps"),
+        ({"video_path": "v" * (MAX_PATH_CHARS + 1)}, "video_path"),
         ({"task_text": 5}, "task_text"),
         ({"backend": ""}, "backend"),
         ({"score_mode": "Percentage"}, "score_mode"),
         ({"extra": 1}, "extra"),
     ],
-    ids=["nframes-over", "nframes-float", "nframes-bool", "fps-zero", "fps-string", "pixels-huge",
-         "task-int", "backend-empty", "mode-case", "unknown-field"],
+    ids=["nframes-zero", "nframes-float", "nframes-bool", "fps-zero", "fps-string", "pixels-below-a-patch",
+         "fps-over", "path-over-path-max", "task-int", "backend-empty", "mode-case", "unknown-field"],
 )  # fmt: skip
 def test_out_of_range_or_wrongly_typed_fields_are_rejected(fields: dict[str, object], loc: str) -> None:
     with pytest.raises(ValidationError) as info:

@@ -24,6 +24,7 @@ import pytest
 import requests
 
 from tests.support.server import REPO, ServerProcess
+from vlm_reward.limits import RequestLimits
 
 pytestmark = pytest.mark.slow
 
@@ -136,7 +137,11 @@ BAD_REQUESTS = [
     _bad("dotdot-to-etc", lambda c: _video(f"{c.root}/../../../../etc/passwd"), 403, OUTSIDE, "--video-root"),
     _bad("symlink-escape", _plus(video_path="escape.mp4"), 403, OUTSIDE, "symlinks"),
     _bad(
-        "huge-nframes", _plus(nframes=10**9), 422, V422, "nframes: Input should be less than or equal to 256"
+        "huge-nframes",
+        _plus(nframes=10**9),
+        422,
+        "limit_exceeded",
+        "nframes is 1000000000, above this server's limit of 64 (--max-nframes)",
     ),
     _bad("zero-nframes", _plus(nframes=0), 422, V422, "nframes: Input should be greater than or equal to 1"),
     _bad("nframes-as-string", _plus(nframes="16"), 422, V422, "nframes: Input should be a valid integer"),
@@ -275,6 +280,7 @@ def test_health_and_backends_describe_the_server(server: ServerProcess) -> None:
         "backend": "fixed_score",
         "model": "fake-model",
         "max_batch_size": 8,
+        "limits": {**RequestLimits().as_dict(), "max_video_mb": MAX_VIDEO_MB},
     }
     backends = requests.get(server.url("/backends"), timeout=5).json()
     assert backends["default"] == "fixed_score"

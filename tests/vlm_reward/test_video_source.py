@@ -13,14 +13,18 @@ import pytest
 from vlm_reward.errors import (
     InvalidRequestError,
     InvalidVideoError,
+    LimitExceededError,
     PayloadTooLargeError,
     RewardServerError,
     VideoNotFoundError,
     VideoOutsideRootError,
 )
+from vlm_reward.limits import RequestLimits
+from vlm_reward.video_io import count_frames
 from vlm_reward.video_source import VideoPolicy, prepare_video
 
 MAX_MB = 0.25
+LIMITS = RequestLimits(max_video_mb=MAX_MB, max_video_frames=16)  # the fixture has exactly 16
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ def layout(tmp_path: Path, sample_mp4: str) -> Layout:
     (root / "big.mp4").write_bytes(b"\0" * (int(MAX_MB * 1024 * 1024) + 1))
     (root / "escape.mp4").symlink_to(outside / "secret.mp4")
     (root / "alias.mp4").symlink_to(root / "episode.mp4")
-    policy = VideoPolicy.create(str(root), MAX_MB, upload_dir=str(uploads))
+    policy = VideoPolicy.create(str(root), LIMITS, upload_dir=str(uploads))
     return Layout(root, outside, uploads, policy, Path(sample_mp4).read_bytes())
 
 
@@ -110,7 +114,7 @@ def test_bad_video_path_raises_the_documented_error(
 def test_root_given_through_a_symlink_still_confines(layout: Layout, tmp_path: Path) -> None:
     link = tmp_path / "root-link"
     link.symlink_to(layout.root, target_is_directory=True)
-    policy = VideoPolicy.create(str(link), MAX_MB)
+    policy = VideoPolicy.create(str(link), LIMITS)
     assert prepare_video(str(link / "episode.mp4"), None, policy).frames == 16
     with pytest.raises(VideoOutsideRootError):
         prepare_video(str(link / "escape.mp4"), None, policy)
@@ -157,11 +161,27 @@ def test_exactly_one_source_is_required(
         prepare_video(video_path, video_b64, layout.policy)
 
 
+def test_a_missing_root_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not an existing directory"):
+        VideoPolicy.create(str(tmp_path / "nope"), LIMITS)
+
+
+@pytest.mark.parametrize("source", ["path", "inline"])
+def test_a_video_over_the_frame_cap_is_refused(layout: Layout, source: str) -> None:
+    policy = VideoPolicy.create(str(layout.root), RequestLimits(max_video_frames=15), str(layout.uploads))
+    b64 = base64.b64encode(layout.video_bytes).decode()
+    args = ("episode.mp4", None) if source == "path" else (None, b64)
+    with pytest.raises(
+        LimitExceededError, match=r"frame count is 16, above .* limit of 15 \(--max-video-frames\)"
+    ):
+        prepare_video(*args, policy)
+    assert list(layout.uploads.iterdir()) == []
+
+
 @pytest.mark.parametrize(
-    ("root", "max_mb", "match"),
-    [("{tmp}/nope", 1.0, "not an existing directory"), ("{tmp}", 0.0, "must be positive")],
-    ids=["missing-root", "zero-limit"],
+    ("stop_after", "expected"), [(None, 16), (5, 5), (16, 16), (100, 16)], ids=["all", "5", "16", "100"]
 )
-def test_bad_policy_settings_are_rejected(tmp_path: Path, root: str, max_mb: float, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        VideoPolicy.create(root.format(tmp=tmp_path), max_mb)
+def test_count_frames_stops_decoding_at_stop_after(
+    sample_mp4: str, stop_after: int | None, expected: int
+) -> None:
+    assert count_frames(sample_mp4, stop_after=stop_after) == expected

@@ -10,6 +10,7 @@ itself the same way: subclass :class:`RewardBackend`, decorate it with
 from __future__ import annotations
 
 from vlm_reward.backends.base import (
+    JobCancelledError,
     RewardBackend,
     ScoreJob,
     available_backends,
@@ -24,6 +25,7 @@ from vlm_reward.backends.base import (
 from vlm_reward.backends import primo_r1_vllm, qwen2_5_vl_hf, qwen2_5_vl_vllm  # noqa: F401
 
 __all__ = [
+    "JobCancelledError",
     "RewardBackend",
     "ScoreJob",
     "available_backends",

@@ -12,7 +12,8 @@ transformers or vLLM: a backend imports those in :meth:`RewardBackend.load`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -25,6 +26,10 @@ class ScoreJob:
     written to a temp file first). ``backend_kwargs`` are the request's per-call
     overrides (prompt text, sampling params, ...); each backend documents the keys
     it accepts and rejects the others with ``ValueError``.
+
+    ``cancelled`` is set when nobody waits for the answer any more (the client went away,
+    the server is shutting down). A backend should check it between tokens and stop that
+    job early, answering :class:`JobCancelledError` for it; other jobs of the batch go on.
     """
 
     task_text: str
@@ -33,6 +38,11 @@ class ScoreJob:
     max_pixels: int
     video_fps: float
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
+    cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+
+
+class JobCancelledError(RuntimeError):
+    """What a backend answers for a job it stopped because ``job.cancelled`` was set."""
 
 
 class RewardBackend(abc.ABC):
@@ -44,6 +54,10 @@ class RewardBackend(abc.ABC):
 
     ``default_score_mode`` tells the parser how to read this backend's answers
     ("auto", "percentage" or "unit") when the request does not say.
+
+    Cost: a backend that generates tokens reports each job's budget through
+    :meth:`token_budget` and honours ``ScoreJob.cancelled``, so the server can bound and
+    stop its work.
     """
 
     name: ClassVar[str]
@@ -64,6 +78,17 @@ class RewardBackend(abc.ABC):
 
         Raising means the whole batch failed (every job gets that error).
         """
+
+    def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int | None:
+        """Most new tokens a job with these per-request ``backend_kwargs`` may generate.
+
+        The server refuses a request whose budget is above its ``--max-new-tokens`` (422)
+        before queueing it, and checks the server-wide default (``{}``) at start-up and after
+        :meth:`load`. Raise ``ValueError``/``TypeError`` for invalid kwargs, as
+        :meth:`generate` would. ``None`` (the default) means the backend cannot tell; the
+        cap is then not enforced for it, which the server logs once.
+        """
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
         """Release the model (called once at server shutdown)."""

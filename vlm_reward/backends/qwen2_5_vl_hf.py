@@ -15,12 +15,17 @@ Accepted ``backend_kwargs``:
   ("auto" (default: float32 on CPU, where half precision is slow, the checkpoint's dtype
   elsewhere), "float32", "bfloat16", "float16").
 - generation, server-wide or per request: ``max_new_tokens`` (alias ``max_tokens``, the
-  vLLM name; default: the checkpoint's generation config, else 512), ``do_sample``
+  vLLM name; default: the checkpoint's generation config, else 512; the server refuses
+  budgets above its ``--max-new-tokens``), ``do_sample``
   (default: true only when a positive ``temperature`` is given, so a request means the
   same thing here and on vLLM, where temperature 0 is greedy), ``temperature``.
 - prompt, server-wide or per request: ``prompt``, ``system_prompt``,
   ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.prompts`). Request
   overrides apply on top of the server's prompt, as in the vLLM backends.
+
+A job whose ``cancelled`` event is set (its client left, the server is stopping) is
+stopped after the current token by a stopping criterion, without ending its batch-mates,
+and answers :class:`~vlm_reward.backends.base.JobCancelledError`.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from vlm_reward.backends.base import RewardBackend, ScoreJob, register_backend
+from vlm_reward.backends.base import JobCancelledError, RewardBackend, ScoreJob, register_backend
 from vlm_reward.backends.qwen_vision import VisionInputs, job_messages, load_vision_inputs
 from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
@@ -62,9 +67,13 @@ class GenerationSettings:
     do_sample: bool = False
     temperature: float | None = None
 
+    def budget(self, checkpoint_max_new_tokens: int | None) -> int:
+        """The new-token budget: this job's own, else the checkpoint's default, else 512."""
+        return self.max_new_tokens or checkpoint_max_new_tokens or FALLBACK_MAX_NEW_TOKENS
+
     def generate_kwargs(self, checkpoint_max_new_tokens: int | None) -> dict[str, Any]:
         """Keyword arguments for ``model.generate``."""
-        budget = self.max_new_tokens or checkpoint_max_new_tokens or FALLBACK_MAX_NEW_TOKENS
+        budget = self.budget(checkpoint_max_new_tokens)
         if self.do_sample:
             kwargs: dict[str, Any] = {"do_sample": True}
             if self.temperature is not None:
@@ -160,6 +169,24 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
     return processor(text=list(texts), images=images or None, videos=videos or None, **kwargs)
 
 
+def cancel_criterion(jobs: Sequence[ScoreJob]) -> Any:
+    """A transformers stopping criterion that ends each row whose job was cancelled.
+
+    ``generate`` calls it after every token; rows it marks done are padded from then on,
+    and the call returns once every row is done, so cancelling one job frees the model for
+    the queue as soon as its batch-mates (if any) finish.
+    """
+    import torch
+    from transformers import StoppingCriteria
+
+    class Cancelled(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            flags = [job.cancelled.is_set() for job in jobs]
+            return torch.tensor(flags, dtype=torch.bool, device=input_ids.device)
+
+    return Cancelled()
+
+
 def _import_torch_transformers() -> tuple[Any, Any]:
     try:
         import torch
@@ -191,6 +218,7 @@ def _torch_dtype(torch: Any, dtype: str, device: str) -> Any:
 @dataclass
 class _PreparedJob:
     slot: int
+    job: ScoreJob
     text: str
     vision: VisionInputs
     settings: GenerationSettings
@@ -211,6 +239,7 @@ class QwenHFBackend(RewardBackend):
         self._settings = generation_settings(backend_kwargs, GenerationSettings())
         self._model: Any = None
         self._processor: Any = None
+        self._checkpoint_budget: int | None = None
 
     def load(self) -> None:
         """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install."""
@@ -230,12 +259,18 @@ class QwenHFBackend(RewardBackend):
         )
         self._model = model.to(self.device).eval()
         self._processor = processor
+        self._checkpoint_budget = model.generation_config.max_new_tokens
 
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, GenerationSettings]:
         """The prompt and decoding settings for ``job``: the server's, with its overrides applied."""
         check_backend_kwargs(job.backend_kwargs, per_request=True)
         spec = resolve_prompt(self._prompt, job.backend_kwargs)
         return spec, generation_settings(job.backend_kwargs, self._settings)
+
+    def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int:
+        """This request's new-token budget (the checkpoint's default counts once loaded)."""
+        check_backend_kwargs(backend_kwargs, per_request=True)
+        return generation_settings(backend_kwargs, self._settings).budget(self._checkpoint_budget)
 
     def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
         """One ``generate`` call per group of jobs with equal decoding settings.
@@ -248,6 +283,9 @@ class QwenHFBackend(RewardBackend):
         results: list[str | Exception] = [RuntimeError("no output")] * len(jobs)
         groups: dict[GenerationSettings, list[_PreparedJob]] = {}
         for slot, job in enumerate(jobs):
+            if job.cancelled.is_set():
+                results[slot] = JobCancelledError("the job was cancelled before it started.")
+                continue
             try:
                 prepared = self._prepare(slot, job)
             except Exception as exc:  # one bad job must not fail its batch-mates
@@ -267,11 +305,12 @@ class QwenHFBackend(RewardBackend):
         spec, settings = self.job_settings(job)
         messages = job_messages(spec, job)
         return _PreparedJob(
-            slot, render_prompt(self._processor, messages), load_vision_inputs(messages), settings
+            slot, job, render_prompt(self._processor, messages), load_vision_inputs(messages), settings
         )
 
-    def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str]:
+    def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:
         import torch
+        from transformers import StoppingCriteriaList
 
         inputs = processor_inputs(self._processor, [p.text for p in group], [p.vision for p in group])
         inputs = inputs.to(self._model.device)
@@ -279,11 +318,18 @@ class QwenHFBackend(RewardBackend):
         for key in ("pixel_values", "pixel_values_videos"):
             if key in inputs:
                 inputs[key] = inputs[key].to(self._model.dtype)
-        kwargs = settings.generate_kwargs(self._model.generation_config.max_new_tokens)
+        kwargs = settings.generate_kwargs(self._checkpoint_budget)
+        stop = StoppingCriteriaList([cancel_criterion([p.job for p in group])])
         with torch.inference_mode():
-            output = self._model.generate(**inputs, **kwargs)
+            output = self._model.generate(**inputs, **kwargs, stopping_criteria=stop)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        return self._processor.batch_decode(new_tokens, skip_special_tokens=True)
+        texts = self._processor.batch_decode(new_tokens, skip_special_tokens=True)
+        return [
+            JobCancelledError("the job was cancelled while it was generating.")
+            if p.job.cancelled.is_set()
+            else text
+            for p, text in zip(group, texts, strict=True)
+        ]
 
     def close(self) -> None:
         """Drop the model and processor so their memory can be reclaimed."""

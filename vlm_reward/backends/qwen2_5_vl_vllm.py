@@ -42,7 +42,8 @@ Accepted ``backend_kwargs``:
   (False). ``limit_mm_per_prompt`` is fixed at 2 images + 1 video, what the layouts need.
 - sampling, server-wide or per request: ``temperature``, ``top_p``, ``top_k``,
   ``max_tokens`` (alias ``max_new_tokens``, the transformers name), ``seed``,
-  ``repetition_penalty``, ``stop``, and ``do_sample`` as in the HF backend (false: greedy,
+  ``repetition_penalty``, ``stop`` (at most :data:`MAX_STOP_SEQUENCES` strings), and
+  ``do_sample`` as in the HF backend (false: greedy,
   i.e. temperature 0; true: sample, at temperature 1 unless one is given), so a request
   means the same on both backends.
 - prompt, server-wide or per request: ``prompt``, ``system_prompt``,
@@ -92,6 +93,8 @@ SAMPLING_KEYS = frozenset(
     )
 )
 REQUEST_KEYS = SAMPLING_KEYS | frozenset(PROMPT_OVERRIDE_KEYS)
+# vLLM checks every stop string after each token; a short list keeps that cost fixed.
+MAX_STOP_SEQUENCES = 16
 SERVER_KEYS = REQUEST_KEYS | ENGINE_KEYS
 
 
@@ -136,6 +139,10 @@ def _stop_list(value: Any) -> list[str]:
     if not isinstance(stops, list | tuple) or not all(isinstance(s, str) and s for s in stops):
         raise TypeError(
             f"backend_kwargs['stop'] must be a string or a list of non-empty strings, got {value!r}."
+        )
+    if len(stops) > MAX_STOP_SEQUENCES:
+        raise ValueError(
+            f"backend_kwargs['stop'] has {len(stops)} strings; at most {MAX_STOP_SEQUENCES} are accepted."
         )
     return list(stops)
 
@@ -281,9 +288,16 @@ class QwenVllmBackend(RewardBackend):
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, dict[str, Any]]:
         """The prompt and SamplingParams kwargs for ``job``: server settings plus its overrides."""
         overrides = job.backend_kwargs
+        return resolve_prompt(self._prompt, overrides), self.sampling(overrides)
+
+    def sampling(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """SamplingParams kwargs: the server's, with a request's ``backend_kwargs`` applied."""
         check_backend_kwargs(overrides, per_request=True)
-        sampling = {**self._sampling, **sampling_params_kwargs(overrides)}
-        return resolve_prompt(self._prompt, overrides), sampling
+        return {**self._sampling, **sampling_params_kwargs(overrides)}
+
+    def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int:
+        """``max_tokens`` of a request with these ``backend_kwargs``."""
+        return int(self.sampling(backend_kwargs)["max_tokens"])
 
     def _prepare(self, jobs: Sequence[ScoreJob]) -> tuple[list[Any], list[Any], dict[int, Exception]]:
         """Requests and SamplingParams of the good jobs (in order), and the bad jobs' errors by slot."""

@@ -1,0 +1,38 @@
+"""``dry_run.check_within_server_limits``: the env's requests against the caps a server reports."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from examples.embodiment.dry_run import SetupError, check_within_server_limits
+from vlm_reward.limits import RequestLimits
+
+SERVER = {"status": "ok", "limits": RequestLimits(max_nframes=16, max_video_pixels=16 * 200704).as_dict()}
+
+
+@pytest.mark.parametrize(
+    ("nframes", "max_pixels", "message"),
+    [
+        (16, 200704, None),
+        (17, 100000, "reward_model nframes is 17, above the reward server's --max-nframes 16"),
+        (16, 2_000_000, "reward_model max_pixels is 2000000, above the reward server's --max-pixels 1003520"),
+        (16, 200705, "nframes * max_pixels is 3211280, above the reward server's --max-video-pixels"),
+    ],
+    ids=["fits", "too-many-frames", "frame-too-large", "product-too-large"],
+)
+def test_requests_above_a_server_cap_fail_the_dry_run(
+    nframes: int, max_pixels: int, message: str | None
+) -> None:
+    reward_model = OmegaConf.create({"nframes": nframes, "max_pixels": max_pixels})
+    if message is None:
+        check_within_server_limits(reward_model, SERVER)
+        return
+    with pytest.raises(SetupError, match="every episode would be refused") as info:
+        check_within_server_limits(reward_model, SERVER)
+    assert message in str(info.value)
+
+
+def test_a_server_without_limits_in_health_is_not_checked() -> None:
+    """Older servers report no caps: nothing to compare, the live chunk step still runs."""
+    check_within_server_limits(OmegaConf.create({"nframes": 10**6, "max_pixels": 10**9}), {"status": "ok"})

@@ -1,0 +1,101 @@
+"""The reward server's FastAPI app: routes, the one exception handler, and the lifespan.
+
+Outside in: :class:`~vlm_reward.middleware.RequestLog`, then
+:class:`~vlm_reward.middleware.BodySizeLimit`, then thin routes that hand each request to
+:class:`~vlm_reward.service.RewardService`. Every error, raised anywhere, leaves through
+:func:`error_json`, so all of them share the one JSON shape of :mod:`vlm_reward.errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
+from vlm_reward.middleware import BodySizeLimit, Receive, RequestLog
+from vlm_reward.schemas import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
+from vlm_reward.service import RewardService, ServerConfig
+
+logger = logging.getLogger("vlm_reward.server")
+
+
+def create_app(config: ServerConfig) -> FastAPI:
+    """The FastAPI app for ``config``; the backend starts loading when the app starts.
+
+    Raises ``ValueError``/``TypeError`` for a bad backend name, backend kwargs, video root
+    or a default generation budget above ``--max-new-tokens``, so a misconfiguration fails
+    before the server listens. ``app.state.service`` is the :class:`RewardService`.
+    """
+    service = RewardService(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.start()
+        yield
+        await asyncio.to_thread(service.shutdown)
+
+    app = FastAPI(title="LIBERO VLM reward server", lifespan=lifespan)
+    app.state.service = service
+    handled = (RewardServerError, BackendError, RequestValidationError, StarletteHTTPException, Exception)
+    for exc_type in handled:
+        app.add_exception_handler(exc_type, _handle_exception)
+    _add_routes(app, service)
+    app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(RequestLog)  # added last = outermost, so it also logs 413s
+    return app
+
+
+def error_json(exc: BaseException) -> JSONResponse:
+    """The HTTP response for any exception (via the one mapping function)."""
+    status, body = error_response(exc)
+    # The client gets a scrubbed one-liner; the operator gets the traceback here. (Unknown
+    # exceptions are not logged here: Starlette re-raises them and uvicorn logs them.)
+    if isinstance(exc, BackendError) and status >= 500:
+        logger.error("%s", body["error"]["message"], exc_info=exc.cause)
+    elif isinstance(exc, AnswerParseError):  # the answer is worth seeing when tuning prompts
+        logger.warning("%s", body["error"]["message"])
+    return JSONResponse(body, status_code=status)
+
+
+async def _handle_exception(request: Request, exc: Exception) -> JSONResponse:
+    return error_json(exc)
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    """Return once the client has disconnected.
+
+    Called after the body was read (``BodySizeLimit`` reads all of it), so the server's next
+    message is the disconnect. A failing receive channel means the connection is unusable,
+    which counts as gone too.
+    """
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception as exc:
+        logger.debug("receive channel failed (%s); treating the client as gone", type(exc).__name__)
+
+
+def _add_routes(app: FastAPI, service: RewardService) -> None:
+    @app.post("/score", response_model=ScoreResponse, responses={400: {}, 403: {}, 404: {}, 413: {}})
+    async def score(body: ScoreRequest, request: Request) -> ScoreResponse:
+        client_gone = asyncio.ensure_future(_wait_for_disconnect(request.receive))
+        try:
+            return await service.score(body, request.state, client_gone)
+        finally:
+            client_gone.cancel()
+
+    @app.get("/health", response_model=HealthResponse, responses={503: {}})
+    async def health() -> JSONResponse:
+        status, body = service.health()
+        return JSONResponse(body, status_code=status)
+
+    @app.get("/backends", response_model=BackendsResponse)
+    async def backends() -> BackendsResponse:
+        return service.backends()
