@@ -171,7 +171,8 @@ class RewardServer:
     """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process.
 
     ``plugins`` are imported with ``--plugin`` (the test backends live in
-    ``tests.support.fake_backends``). The log goes to ``log_path``.
+    ``tests.support.fake_backends``). The log goes to ``log_path``. ``repo`` is the checkout
+    whose server runs (another one measures an older version side by side).
     """
 
     def __init__(
@@ -181,6 +182,7 @@ class RewardServer:
         plugins: Sequence[str] = (FAKE_BACKENDS,),
         env: Mapping[str, str] | None = None,
         port: int | None = None,
+        repo: Path = REPO,
     ) -> None:
         self.port = port or free_port()
         self.log_path = log_path
@@ -188,10 +190,10 @@ class RewardServer:
         for plugin in plugins:
             cmd += ["--plugin", plugin]
         cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args]
-        path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+        path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": path, **(env or {})}, stdout=log, stderr=log
+                cmd, cwd=repo, env={**os.environ, "PYTHONPATH": path, **(env or {})}, stdout=log, stderr=log
             )
 
     @property

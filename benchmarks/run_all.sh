@@ -9,7 +9,7 @@ cd "$ROOT"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 PY="${VENV:-$ROOT/.venv}/bin/python"
 for bench in bench_episode_end_cost bench_concurrent_scoring bench_env_overhead bench_server_batching \
-    bench_server_overhead bench_memory load_test expert_success; do
+    bench_server_overhead bench_memory load_test bench_abuse_recovery expert_success; do
     echo "=== benchmarks/$bench.py"
     "$PY" "benchmarks/$bench.py"
     echo
