@@ -20,6 +20,10 @@ running ones, so a shutdown neither runs the queue to the end nor leaves callers
 
 Callers get a :class:`concurrent.futures.Future`, so the batcher works from plain threads
 (its unit tests) and from asyncio (``asyncio.wrap_future`` in the server) alike.
+
+:class:`JobRunner` is what the server needs of any way of running jobs: this batcher for
+backends that generate in batches, :class:`~vlm_reward.continuous.ContinuousRunner` for
+engines that schedule each request themselves (vLLM).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 JobT = TypeVar("JobT")
 ResultT = TypeVar("ResultT")
@@ -39,7 +43,7 @@ logger = logging.getLogger(__name__)
 
 
 class BatcherClosedError(RuntimeError):
-    """The batcher was closed before the job was answered (the server is shutting down)."""
+    """The runner was closed before the job was answered (the server is shutting down)."""
 
 
 class Reservation(Generic[JobT, ResultT]):
@@ -49,8 +53,9 @@ class Reservation(Generic[JobT, ResultT]):
     request failed validation) releases the ticket, so the worker stops waiting for it.
     """
 
-    def __init__(self, batcher: DynamicBatcher[JobT, ResultT]) -> None:
-        self._batcher = batcher
+    def __init__(self, enqueue: Callable[[JobT], Future[ResultT]], release: Callable[[], None]) -> None:
+        self._enqueue = enqueue
+        self._release = release
         self._open = True
 
     def __enter__(self) -> Reservation[JobT, ResultT]:
@@ -64,13 +69,29 @@ class Reservation(Generic[JobT, ResultT]):
         if not self._open:
             raise RuntimeError("this reservation was already used or released.")
         self._open = False
-        return self._batcher._enqueue(job, reserved=True)
+        return self._enqueue(job)
 
     def release(self) -> None:
         """Give the ticket back without a job (idempotent)."""
         if self._open:
             self._open = False
-            self._batcher._unreserve()
+            self._release()
+
+
+class JobRunner(Protocol[JobT, ResultT]):
+    """How the server hands a backend its jobs (see the module docstring)."""
+
+    def reserve(self) -> Reservation[JobT, ResultT]:
+        """A ticket for a job that will be submitted soon; ``BatcherClosedError`` once closed."""
+        ...
+
+    def abandon(self, future: Future[ResultT]) -> None:
+        """Nobody will read ``future``: drop or stop its job."""
+        ...
+
+    def close(self, timeout: float | None = None) -> None:
+        """Answer every job not yet answered with ``BatcherClosedError``, stop the running ones."""
+        ...
 
 
 class DynamicBatcher(Generic[JobT, ResultT]):
@@ -115,7 +136,7 @@ class DynamicBatcher(Generic[JobT, ResultT]):
         with self._cond:
             self._raise_if_closed()
             self._reserved += 1
-        return Reservation(self)
+        return Reservation(lambda job: self._enqueue(job, reserved=True), self._unreserve)
 
     def submit(self, job: JobT) -> Future[ResultT]:
         """Queue ``job`` without a reservation; the future resolves to its result or exception."""

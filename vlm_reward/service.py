@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlm_reward.backends import ScoreJob, available_backends, backend_aliases, canonical_name, resolve_backend
-from vlm_reward.batching import BatcherClosedError, DynamicBatcher
+from vlm_reward.batching import BatcherClosedError, JobRunner
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
@@ -83,10 +83,10 @@ def model_display_name(model: str) -> str:
 
 
 class BackendSlot:
-    """One hosted backend: its instance, load state and batcher.
+    """One hosted backend: its instance, load state and runner.
 
     ``state`` goes ``loading`` -> ``ready`` or ``failed``; it is written by the loader
-    thread and read by request handlers (single attribute writes, and the batcher is set
+    thread and read by request handlers (single attribute writes, and the runner is set
     before the state says ``ready``).
     """
 
@@ -96,12 +96,12 @@ class BackendSlot:
         self.model = model_display_name(config.model)
         self.state = "loading"
         self.error: str | None = None
-        self.batcher: DynamicBatcher[ScoreJob, str] | None = None
+        self.runner: JobRunner[ScoreJob, str] | None = None
         self._config = config
         self._closing = False
 
     def load(self) -> None:
-        """Load the weights (slow) and start the batcher; failures are recorded, not raised."""
+        """Load the weights (slow) and start the runner; failures are recorded, not raised."""
         start = time.perf_counter()
         try:
             self.backend.load()
@@ -115,22 +115,18 @@ class BackendSlot:
         if self._closing:  # the server stopped while the weights loaded
             self._close_backend()
             return
-        self.batcher = DynamicBatcher(
-            self.backend.generate,
-            max_batch_size=self._config.max_batch_size,
-            max_wait_ms=self._config.max_wait_ms,
-            name=self.name,
-            cancel=lambda job: job.cancelled.set(),
+        self.runner = self.backend.runner(
+            max_batch_size=self._config.max_batch_size, max_wait_ms=self._config.max_wait_ms, name=self.name
         )
         self.state = "ready"
         logger.info("backend %r loaded in %.1f s", self.name, time.perf_counter() - start)
 
-    def require_ready(self) -> DynamicBatcher[ScoreJob, str]:
-        """The batcher, or ``BackendNotLoadedError`` saying why there is none yet."""
+    def require_ready(self) -> JobRunner[ScoreJob, str]:
+        """The runner, or ``BackendNotLoadedError`` saying why there is none yet."""
         if self._closing:
             raise ServerShuttingDownError("the server is shutting down; retry on another server or later.")
-        if self.state == "ready" and self.batcher is not None:
-            return self.batcher
+        if self.state == "ready" and self.runner is not None:
+            return self.runner
         if self.state == "failed":
             raise BackendLoadFailedError(f"backend {self.name!r} failed to load: {self.error}")
         raise BackendLoadingError(
@@ -150,8 +146,8 @@ class BackendSlot:
         if self._closing:
             return
         self._closing = True
-        if self.batcher is not None:
-            self.batcher.close(timeout=_CLOSE_TIMEOUT_S)
+        if self.runner is not None:
+            self.runner.close(timeout=_CLOSE_TIMEOUT_S)
         self._close_backend()
 
     def _close_backend(self) -> None:
@@ -235,9 +231,9 @@ class RewardService:
         slot = self.slot_for(req.backend)
         if request_state is not None:
             request_state.backend = slot.name
-        batcher = slot.require_ready()
+        runner = slot.require_ready()
         slot.check_budget(req.backend_kwargs, self.limits)
-        text = await self._generate(slot, batcher, req, client_gone)
+        text = await self._generate(slot, runner, req, client_gone)
         mode = req.score_mode or slot.backend.default_score_mode
         parsed = _parse_answer(text, mode, slot.name)
         return ScoreResponse(
@@ -253,13 +249,13 @@ class RewardService:
     async def _generate(
         self,
         slot: BackendSlot,
-        batcher: DynamicBatcher[ScoreJob, str],
+        runner: JobRunner[ScoreJob, str],
         req: ScoreRequest,
         client_gone: asyncio.Future[Any] | None,
     ) -> str:
         try:
-            # Reserve before the video is validated: the batcher then knows a job is coming.
-            with batcher.reserve() as reservation:
+            # Reserve before the video is validated: the runner then knows a job is coming.
+            with runner.reserve() as reservation:
                 video = await asyncio.to_thread(
                     prepare_video, req.video_path, req.video_b64, self.video_policy
                 )
@@ -273,7 +269,7 @@ class RewardService:
                 "the server is shutting down; retry on another server or later."
             ) from None
         try:
-            text = await _await_answer(batcher, future, client_gone)
+            text = await _await_answer(runner, future, client_gone)
         except (ClientDisconnectedError, ServerShuttingDownError):
             raise
         except BatcherClosedError:
@@ -325,7 +321,7 @@ def _job(req: ScoreRequest, video_path: str) -> ScoreJob:
 
 
 async def _await_answer(
-    batcher: DynamicBatcher[ScoreJob, str], future: Future[str], client_gone: asyncio.Future[Any] | None
+    runner: JobRunner[ScoreJob, str], future: Future[str], client_gone: asyncio.Future[Any] | None
 ) -> str:
     """``future``'s answer, unless the client disconnects (or the handler is cancelled) first.
 
@@ -336,10 +332,10 @@ async def _await_answer(
     try:
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
-        _abandon(batcher, future, answer)
+        _abandon(runner, future, answer)
         raise
     if not answer.done():
-        _abandon(batcher, future, answer)
+        _abandon(runner, future, answer)
         raise ClientDisconnectedError(
             "the client disconnected before its score was ready; its job was stopped."
         )
@@ -347,12 +343,12 @@ async def _await_answer(
 
 
 def _abandon(
-    batcher: DynamicBatcher[ScoreJob, str], future: Future[str], answer: asyncio.Future[str]
+    runner: JobRunner[ScoreJob, str], future: Future[str], answer: asyncio.Future[str]
 ) -> None:
     # Cancelling the asyncio side first means a late answer is dropped silently rather than
     # logged as an exception nobody retrieved.
     answer.cancel()
-    batcher.abandon(future)
+    runner.abandon(future)
 
 
 def _parse_answer(text: str, mode: str, backend: str) -> ParsedScore:

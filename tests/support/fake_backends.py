@@ -10,17 +10,23 @@ replaced by canned text. Each exists to inject one kind of behaviour:
 - ``failing``: ``generate`` raises for the whole batch.
 - ``counting``: answers ``task_text``'s last integer / 10 and appends one JSON line per
   ``generate`` call (batch size, tasks, whether another call overlapped it) to ``log_path``.
+- ``async_tokens``: an engine with continuous batching in miniature (an
+  :class:`AsyncRewardBackend`): each job "generates" ``tokens`` steps of ``token_seconds``
+  concurrently with the others and logs ``start``/``done``/``cancelled`` lines to ``log_path``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from vlm_reward.backends import RewardBackend, ScoreJob, register_backend
+from vlm_reward.backends.async_base import AsyncRewardBackend
 
 REQUEST_KEYS = ("answer", "error")
 
@@ -129,3 +135,43 @@ class CountingBackend(RewardBackend):
             return RuntimeError(f"cannot judge {job.task_text!r}")
         digits = re.findall(r"\d+", job.task_text)
         return f"<answer>{int(digits[-1]) / 10 if digits else 0.0}</answer>"
+
+
+@register_backend
+class AsyncTokensBackend(AsyncRewardBackend):
+    """Each job takes ``backend_kwargs['tokens']`` (default 10) steps of ``token_seconds``, answering 0.5.
+
+    Jobs run concurrently on the backend's loop, as in an engine with continuous batching;
+    ``log_path`` gets ``start TASK``, ``done TASK`` or ``cancelled TASK`` lines.
+    """
+
+    name = "async_tokens"
+
+    def __init__(self, model: str, log_path: str, token_seconds: float = 0.05) -> None:
+        super().__init__(model)
+        self.log_path = log_path
+        self.token_seconds = token_seconds
+
+    async def load_async(self) -> None:
+        pass
+
+    def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int:
+        unknown = set(backend_kwargs) - {"tokens"}
+        if unknown:
+            raise ValueError(f"unknown backend_kwargs {sorted(unknown)}; valid keys: tokens.")
+        return int(backend_kwargs.get("tokens", 10))
+
+    async def generate_one(self, job: ScoreJob) -> str:
+        self._log("start", job)
+        try:
+            for _ in range(self.token_budget(job.backend_kwargs)):
+                await asyncio.sleep(self.token_seconds)
+        except asyncio.CancelledError:
+            self._log("cancelled", job)
+            raise
+        self._log("done", job)
+        return "<answer>0.5</answer>"
+
+    def _log(self, event: str, job: ScoreJob) -> None:
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(f"{event} {job.task_text}\n")

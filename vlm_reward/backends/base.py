@@ -90,6 +90,22 @@ class RewardBackend(abc.ABC):
         """
         return None
 
+    def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> Any:
+        """How the server hands this backend its jobs: a :class:`~vlm_reward.batching.DynamicBatcher`.
+
+        Concurrent jobs share one :meth:`generate` call, never two at once; a job whose
+        answer nobody waits for gets its ``cancelled`` event set.
+        """
+        from vlm_reward.batching import DynamicBatcher
+
+        return DynamicBatcher(
+            self.generate,
+            max_batch_size=max_batch_size,
+            max_wait_ms=max_wait_ms,
+            name=name,
+            cancel=lambda job: job.cancelled.set(),
+        )
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
         """Release the model (called once at server shutdown)."""
 
