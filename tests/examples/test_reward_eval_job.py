@@ -61,7 +61,7 @@ def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, messa
     [
         (["--endpoint", "http://127.0.0.1:1/score", "--model", "/m"], "--model only configure a local"),
         (["--endpoint", "ftp://x/score"], "--endpoint must be an http\\(s\\) URL"),
-        (["--backend", "qwen2_5_vl_vllm"], "--backend qwen2_5_vl_vllm needs --model"),
+        (["--backend", "fixed_score"], "--backend fixed_score needs --model"),
         (["--policy", "oracle"], "unknown policy 'oracle'; valid policies: expert, random, zero"),
         (["--policy", "expert", "--policy-kwargs", '{"drop": "fly"}'], "expert drop 'fly' is not a phase"),
         (["--policy", "random", "--policy-kwargs", '{"scale": 3}'], "scale must be in \\(0, 1\\]"),
@@ -74,7 +74,7 @@ def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, messa
     ids=[
         "endpoint-and-model",
         "endpoint-not-http",
-        "vllm-without-model",
+        "plugin-backend-without-model",
         "unknown-policy",
         "bad-expert-kwargs",
         "bad-policy-kwargs",

@@ -327,14 +327,18 @@ def test_request_is_consumable_by_the_real_hf_processor(cls: type, processor: An
     spec, _ = cls("m").job_settings(job)
     request = build_vllm_request(spec, job, processor)
     mm = request["multi_modal_data"]
-    [(frames, _)] = mm["video"]
-    # vLLM 0.11 calls the processor this way (metadata dropped, fps from the kwargs).
+    [(frames, metadata)] = mm["video"]
+    # vLLM 0.11 calls the processor this way (metadata dropped, fps from the kwargs); vLLM
+    # 0.32+, which needs transformers 5, passes the metadata on, and transformers 5 reads the
+    # clip's rate from it (.venv-vllm runs this test too).
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        kwargs = {**request["mm_processor_kwargs"], "video_metadata": [metadata]}
+    else:
+        kwargs = request["mm_processor_kwargs"]
     out = processor(
-        text=[request["prompt"]],
-        images=mm.get("image"),
-        videos=[frames],
-        return_tensors="pt",
-        **request["mm_processor_kwargs"],
+        text=[request["prompt"]], images=mm.get("image"), videos=[frames], return_tensors="pt", **kwargs
     )
     grid_t, grid_h, grid_w = out["video_grid_thw"][0].tolist()
     assert grid_t == 4 // 2  # temporal patch 2: no frame dropped or added
@@ -377,9 +381,15 @@ class FakeLLM:
             raise FakeLLM.fail_with
         self.calls.append((requests, sampling_params, kwargs))
         tasks = [re.search(r'task: "([^"]*)"', r["prompt"]).group(1) for r in requests]
+        # The fields of vLLM's RequestOutput / CompletionOutput that the backend reads.
         return [
-            types.SimpleNamespace(outputs=[types.SimpleNamespace(text=f"<answer>{t}</answer>")])
-            for t in tasks
+            types.SimpleNamespace(
+                prompt_token_ids=list(r["prompt"].encode()),
+                outputs=[
+                    types.SimpleNamespace(text=f"<answer>{t}</answer>", token_ids=[0], finish_reason="stop")
+                ],
+            )
+            for r, t in zip(requests, tasks, strict=True)
         ]
 
 

@@ -52,6 +52,7 @@ Accepted ``backend_kwargs``:
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -61,6 +62,8 @@ from vlm_reward.backends.qwen_vision import job_messages, load_vision_inputs
 from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
+
+logger = logging.getLogger(__name__)
 
 # One video plus the PRIMO layout's first and last frame; vLLM sizes its profiling run
 # from these limits, so they are no larger than the layouts need.
@@ -326,6 +329,16 @@ class QwenVllmBackend(RewardBackend):
         outputs = self._llm.generate(requests, sampling_params=params, use_tqdm=False) if requests else []
         if len(outputs) != len(requests):
             raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} prompts.")
+        for output in outputs:
+            # The engine's own prompt length shows how many frames it really got (a resampled
+            # video has far fewer tokens); the end-to-end tests compare it with the HF backend's.
+            completion = output.outputs[0]
+            logger.info(
+                "vLLM prompt_tokens=%d output_tokens=%d finish_reason=%s",
+                len(output.prompt_token_ids),
+                len(completion.token_ids),
+                completion.finish_reason,
+            )
         texts = iter([output.outputs[0].text for output in outputs])
         return [errors[slot] if slot in errors else next(texts) for slot in range(len(jobs))]
 

@@ -4,6 +4,9 @@ Used when the job gets ``--backend/--model`` instead of ``--endpoint``. The cont
 waits for ``GET /health`` to answer 200 (the backend has loaded), yields the server, and
 stops it on the way out, also when the body raised, so no server outlives the job. The
 server's output goes to a log file in the run dir, which error messages point to.
+
+The server runs on the interpreter :func:`vlm_reward.runtime.server_python` picks: this
+one, or for a vLLM backend the vLLM venv's (``.venv-vllm``) when this one has no vLLM.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -22,6 +24,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
+
+from vlm_reward.runtime import server_env, server_python
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -64,9 +68,13 @@ def server_command(
     video_root: Path,
     plugins: Sequence[str] = (),
     backend_kwargs: dict[str, Any] | None = None,
+    python: str | None = None,
 ) -> list[str]:
-    """The ``python -m vlm_reward.libero_reward_server`` command line for these settings."""
-    cmd = [sys.executable, "-m", "vlm_reward.libero_reward_server"]
+    """The ``python -m vlm_reward.libero_reward_server`` command line for these settings.
+
+    ``python`` defaults to :func:`vlm_reward.runtime.server_python` for ``backend``.
+    """
+    cmd = [python or server_python(backend), "-m", "vlm_reward.libero_reward_server"]
     for plugin in plugins:
         cmd += ["--plugin", plugin]
     cmd += ["--backend", backend, "--model", model, "--host", "127.0.0.1", "--port", str(port)]
@@ -125,19 +133,25 @@ def local_reward_server(
     plugins: Sequence[str] = (),
     backend_kwargs: dict[str, Any] | None = None,
     timeout: float = 300.0,
+    python: str | None = None,
 ) -> Iterator[LocalServer]:
     """Start the reward server, wait until it is healthy, yield it, and always stop it.
 
     ``video_root`` becomes the server's ``--video-root``: every video the caller sends by
     path must lie inside it. The repo root is put first on the child's ``PYTHONPATH`` so
-    ``--plugin`` modules of this repo (and ``vlm_reward``) import from any directory.
+    ``--plugin`` modules of this repo (and ``vlm_reward``) import from any directory, also
+    from the vLLM venv, where ``vlm_reward`` is not installed. ``python`` defaults to
+    :func:`vlm_reward.runtime.server_python` for ``backend`` (``ImportError`` if a vLLM
+    backend has no vLLM to run on).
     """
+    python = python or server_python(backend)
     port = free_port()
-    cmd = server_command(backend, model, port, video_root, plugins, backend_kwargs)
+    cmd = server_command(backend, model, port, video_root, plugins, backend_kwargs, python)
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, **server_env(python), "PYTHONPATH": path}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, "PYTHONPATH": path}, stdout=log, stderr=log)
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=log)
     try:
         server = LocalServer(proc, port, log_path)
         wait_healthy(proc, server.endpoint, log_path, timeout)

@@ -4,8 +4,8 @@
 
 1. picks the episodes deterministically: for each ``--tasks`` id, the first
    ``--episodes-per-task`` initial states (trials) of that task, as RLinf reset state ids;
-2. starts a local reward server (``--backend/--model``; the tiny random checkpoint when
-   ``qwen2_5_vl_hf`` gets no model) or uses ``--endpoint``;
+2. starts a local reward server (``--backend/--model``; the tiny random checkpoint when a
+   Qwen2.5-VL backend gets no model; vLLM backends on the vLLM venv) or uses ``--endpoint``;
 3. rolls the episodes out ``--num-envs`` at a time through the project's ``LiberoEnv``
    (``examples/embodiment/config/env/libero_10.yaml`` with ``reward_model.enable=True``),
    with the ``--policy`` choosing each chunk of actions; the env scores every episode once

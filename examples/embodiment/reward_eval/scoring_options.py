@@ -1,10 +1,12 @@
 """The scoring options shared by ``run`` and ``rescore``: which server, which judge, which threshold.
 
 Either ``--endpoint URL`` (a server that is already running) or ``--backend NAME
-[--model PATH]`` (the job starts a local server and stops it at the end). With
-``--backend qwen2_5_vl_hf`` and no ``--model`` the tiny random-weight checkpoint is built
-offline into the run dir, and the settings say ``random_model: true``: its scores mean
-nothing, the run only shows that every stage works.
+[--model PATH]`` (the job starts a local server and stops it at the end; a vLLM backend
+runs on the vLLM venv when this interpreter has no vLLM, see :mod:`vlm_reward.runtime`).
+With a Qwen2.5-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
+``--model`` the tiny random-weight checkpoint is built offline into the run dir, and the
+settings say ``random_model: true``: its scores mean nothing, the run only shows that every
+stage works.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from typing import Any
 
 from examples.embodiment.reward_eval.local_server import check_endpoint, local_reward_server
 from rlinf.envs.libero.reward_model_config import SCORE_MODES
+from vlm_reward.backends import canonical_name
+from vlm_reward.runtime import server_python
 
-TINY_BACKEND = "qwen2_5_vl_hf"  # the backend that can run the offline tiny checkpoint
-DEFAULT_LOCAL_BACKEND = TINY_BACKEND  # CPU-capable, so the default works on any machine
+# The backends that can run the offline tiny checkpoint (all are Qwen2.5-VL), canonical names.
+TINY_BACKENDS = ("qwen2_5_vl_hf", "qwen2_5_vl_vllm", "PRIMO-R1")
+DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 LOCAL_ONLY = ("model", "plugin", "server_kwargs")  # options that configure a server we start
 
 
@@ -68,7 +73,8 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         "--backend", help=f"backend to request; also the local server's (default {DEFAULT_LOCAL_BACKEND})"
     )
     server.add_argument(
-        "--model", help=f"checkpoint of the local server (with {TINY_BACKEND}: default the tiny random one)"
+        "--model",
+        help=f"checkpoint of the local server (with {', '.join(TINY_BACKENDS)}: default the tiny random one)",
     )
     server.add_argument(
         "--plugin", action="append", default=[], metavar="MODULE", help="local server --plugin"
@@ -126,10 +132,23 @@ def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namesp
             parser.error(f"{', '.join(given)} only configure a local server; drop them or --endpoint.")
         return
     args.backend = args.backend or DEFAULT_LOCAL_BACKEND
-    if args.model is None and args.backend != TINY_BACKEND:
+    if args.model is None and not has_tiny_model(args.backend):
         parser.error(
-            f"--backend {args.backend} needs --model (only {TINY_BACKEND} has a built-in tiny model)."
+            f"--backend {args.backend} needs --model (only {', '.join(TINY_BACKENDS)} have a built-in "
+            "tiny model)."
         )
+    try:
+        server_python(args.backend)  # fail now, not after the envs were built
+    except ImportError as exc:
+        parser.error(str(exc))
+
+
+def has_tiny_model(backend: str) -> bool:
+    """Whether ``backend`` (name or alias) can run the tiny checkpoint when no ``--model`` is given."""
+    try:
+        return canonical_name(backend) in TINY_BACKENDS
+    except ValueError:  # a --plugin backend, registered only in the server
+        return False
 
 
 def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, bool]:

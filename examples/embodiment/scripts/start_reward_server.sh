@@ -5,8 +5,9 @@
 #
 # BACKEND: qwen2_5_vl_vllm | PRIMO-R1 | qwen2_5_vl_hf (see README). Environment: HOST (127.0.0.1),
 # PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
-# PYTHON, LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600). The server keeps running in
-# the background; its PID is printed. Stop it with: kill <PID>.
+# PYTHON (default: picked by vlm_reward.runtime: .venv's, or .venv-vllm's for a vLLM backend
+# when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600).
+# The server keeps running in the background; its PID is printed. Stop it with: kill <PID>.
 set -euo pipefail
 
 if [ $# -lt 2 ]; then
@@ -21,7 +22,11 @@ HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-18080}"
 WAIT_S="${WAIT_S:-600}"
 if [ -z "${PYTHON:-}" ]; then
-  if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
+  MAIN_PYTHON=python
+  if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
+  # Prints PYTHON=... (and export lines with vLLM CPU defaults); exits 1 saying how to set up.
+  launch="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m vlm_reward.runtime "$BACKEND")"
+  eval "$launch"
 fi
 LOG_FILE="${LOG_FILE:-$REPO_PATH/logs/reward_server-$PORT.log}"
 mkdir -p "$(dirname "$LOG_FILE")"
@@ -31,7 +36,7 @@ if [ -n "${VIDEO_ROOT:-}" ]; then ARGS+=(--video-root "$VIDEO_ROOT"); fi
 PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" nohup "$PYTHON" -m vlm_reward.libero_reward_server \
   "${ARGS[@]}" "$@" >> "$LOG_FILE" 2>&1 &
 PID=$!
-echo "[reward-server] pid $PID, log $LOG_FILE; waiting for http://$HOST:$PORT/health (up to ${WAIT_S} s)"
+echo "[reward-server] pid $PID ($PYTHON), log $LOG_FILE; waiting for http://$HOST:$PORT/health (up to ${WAIT_S} s)"
 
 deadline=$((SECONDS + WAIT_S))
 while true; do

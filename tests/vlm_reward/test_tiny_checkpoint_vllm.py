@@ -1,0 +1,53 @@
+"""The tiny checkpoint names its architecture at the top level, so vLLM serves it as a generator.
+
+vLLM picks the model class from ``config.json``'s top-level ``architectures``; without it,
+it resolves ``Qwen2_5_VLModel`` as a pooling model and refuses ``generate``. The vLLM check
+runs vLLM's own config resolution in the vLLM venv, on the checkpoint as built and on a copy
+without the key (which must resolve to pooling, or the check proves nothing). That the
+engine then really generates from it is in ``test_vllm_engine_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
+from vlm_reward.tiny_checkpoint import ARCHITECTURES
+
+# Prints "<architecture> <runner type>" for each checkpoint path given.
+RESOLVE = """
+import sys
+from vllm.config import ModelConfig
+for path in sys.argv[1:]:
+    config = ModelConfig(model=path)
+    print(config.architecture, config.runner_type)
+"""
+
+
+def test_config_names_the_generative_architecture_at_the_top(tiny_qwen_checkpoint: str) -> None:
+    config = json.loads((Path(tiny_qwen_checkpoint) / "config.json").read_text())
+    assert config["architectures"] == ARCHITECTURES == ["Qwen2_5_VLForConditionalGeneration"]
+    assert config["model_type"] == "qwen2_5_vl"
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+def test_vllm_resolves_it_as_a_generative_model(tiny_qwen_checkpoint: str, tmp_path: Path) -> None:
+    python = require_vllm_python()
+    stripped = tmp_path / "no-architectures"
+    shutil.copytree(tiny_qwen_checkpoint, stripped)
+    config = json.loads((stripped / "config.json").read_text())
+    del config["architectures"]
+    (stripped / "config.json").write_text(json.dumps(config))
+
+    result = run_in_vllm_venv(python, ["-c", RESOLVE, tiny_qwen_checkpoint, str(stripped)], timeout=300)
+
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.splitlines()[-2:] == [
+        "Qwen2_5_VLForConditionalGeneration generate",
+        "Qwen2_5_VLModel pooling",  # what the checkpoint gave before it wrote the key
+    ]

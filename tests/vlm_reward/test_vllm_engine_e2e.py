@@ -1,0 +1,295 @@
+"""Both vLLM backends on the real vLLM engine (``.venv-vllm``), over HTTP, on real LIBERO frames.
+
+One server per backend, both started once for the module (engine start is the cost), on
+the tiny seeded checkpoint: ``qwen2_5_vl_vllm`` through ``start_reward_server.sh`` (so the
+launcher's choice of interpreter is tested too), ``PRIMO-R1`` directly. The video is a
+16-frame MP4 of libero_10 task 0 rendered by the main venv's LIBERO at test time.
+
+What is checked:
+
+- the tiny model is greedy and seeded, so each request's outcome is pinned: which of a
+  score or a clean 502 ``parse_error`` comes back, the answer text, how many tokens;
+- the engine sees the frames the request asked for: the prompt length the engine reports
+  (the backend logs ``len(output.prompt_token_ids)`` per request) equals the length of the
+  transformers backend's (``qwen2_5_vl_hf``) prompt for the same job, for 8 and 16 frames;
+- PRIMO-R1's first frame + video + last frame reach the engine: its prompt equals the
+  transformers backend's ``primo`` layout, two images longer than the video-only prompt;
+- ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server.
+
+The engines run with ``enforce_eager`` (no torch.compile warm-up), which halves their start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from examples.embodiment.reward_eval.local_server import free_port
+from tests.support.server import REPO
+from tests.support.vllm_venv import (
+    ENGINE_START_TIMEOUT_S,
+    TEST_ENGINE_KWARGS,
+    VllmServer,
+    engine_calls,
+    repo_env,
+    require_vllm_python,
+)
+from vlm_reward.backends import ScoreJob
+from vlm_reward.runtime import vllm_venv
+
+# The clip is rendered by the LIBERO simulator, so every test here needs it.
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
+
+START_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "start_reward_server.sh"
+RUN_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
+# Short answers keep the module fast; the random model rarely stops by itself.
+MAX_NEW_TOKENS = 12
+# What the seeded tiny model answers, greedily, about the rendered clip: (HTTP status,
+# answer text) for a score, (502, repr of the answer) for a parse error. It never stops by
+# itself within MAX_NEW_TOKENS: its 12 tokens are byte pieces that decode to "\ufffdin".
+QWEN_PINNED: dict[int, tuple[int, str]] = {8: (502, "'\ufffdin'"), 16: (502, "'\ufffdin'")}
+PRIMO_PINNED: tuple[int, str] = (502, "'\ufffdin'")
+
+
+@dataclass(frozen=True)
+class Clip:
+    """The rendered LIBERO episode: its MP4 (inside both servers' --video-root) and task text."""
+
+    path: Path
+    task: str
+
+
+@dataclass(frozen=True)
+class ScriptServer:
+    """The ``qwen2_5_vl_vllm`` server ``start_reward_server.sh`` left running in the background."""
+
+    pid: int
+    port: int
+    log_path: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/score"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory: pytest.TempPathFactory) -> Clip:
+    root = tmp_path_factory.mktemp("vllm-videos")
+    path = root / "libero_10_task0.mp4"
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.support.libero_video", str(path)],
+        cwd=REPO,
+        env=repo_env(sys.executable),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return Clip(path, result.stdout.strip().splitlines()[-1])
+
+
+def _start_by_script(checkpoint: str, video_root: Path, log_path: Path) -> subprocess.Popen:
+    """``start_reward_server.sh qwen2_5_vl_vllm`` with PYTHON unset: the script picks the venv."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON"}
+    env.update(PORT=str(free_port()), LOG_FILE=str(log_path), WAIT_S=str(int(ENGINE_START_TIMEOUT_S)))
+    return subprocess.Popen(
+        [
+            *("bash", str(START_SCRIPT), "qwen2_5_vl_vllm", checkpoint, "--video-root", str(video_root)),
+            *("--backend-kwargs", json.dumps(TEST_ENGINE_KWARGS)),
+        ],
+        cwd="/",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _script_server(script: subprocess.Popen, log_path: Path) -> ScriptServer:
+    """Wait for the script to report the server ready; return the background server it left."""
+    output, _ = script.communicate(timeout=ENGINE_START_TIMEOUT_S + 60)
+    started = re.search(r"pid (\d+) \((\S+)\)", output)
+    assert started, output
+    pid, port = int(started.group(1)), int(re.search(r"127\.0\.0\.1:(\d+)/health", output).group(1))
+    server = ScriptServer(pid, port, log_path)
+    assert script.returncode == 0, output + server.log()[-6000:]
+    return server
+
+
+def _kill(pid: int, grace: float = 20.0) -> None:
+    """SIGTERM the script's background server (not our child: poll until it is gone), then SIGKILL."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower():
+            return
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def servers(clip: Clip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """Both engines start at once; yields ``(qwen server, PRIMO server)``; both are stopped after."""
+    python = require_vllm_python()
+    logs = tmp_path_factory.mktemp("vllm-logs")
+    root = clip.path.parent
+    script = _start_by_script(tiny_qwen_checkpoint, root, logs / "qwen.log")
+    primo = VllmServer(python, "PRIMO-R1", tiny_qwen_checkpoint, root, logs / "primo.log", TEST_ENGINE_KWARGS)
+    qwen: ScriptServer | None = None
+    try:
+        qwen = _script_server(script, logs / "qwen.log")
+        primo.wait_ready()
+        yield qwen, primo
+    finally:
+        if script.poll() is None:
+            script.kill()
+        if qwen is not None:
+            _kill(qwen.pid)
+        primo.stop()
+
+
+def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
+    """Length of the prompt the transformers backend builds for ``job`` (text and vision tokens)."""
+    from transformers import AutoProcessor
+
+    from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
+    from vlm_reward.backends.qwen_vision import job_messages, load_vision_inputs
+
+    spec, _ = QwenHFBackend(checkpoint, prompt=preset).job_settings(job)
+    messages = job_messages(spec, job)
+    processor = AutoProcessor.from_pretrained(checkpoint)
+    inputs = processor_inputs(processor, [render_prompt(processor, messages)], [load_vision_inputs(messages)])
+    return int(inputs["input_ids"].shape[1])
+
+
+def clip_job(clip: Clip, nframes: int) -> ScoreJob:
+    return ScoreJob(clip.task, str(clip.path), nframes, 200704, 4.0, {"max_new_tokens": MAX_NEW_TOKENS})
+
+
+def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int, int, str]]]:
+    """POST ``job``; return the response and the engine calls the server logged for it."""
+    offset = len(server.log())
+    body = {
+        "task_text": job.task_text,
+        "video_path": job.video_path,
+        "nframes": job.nframes,
+        "max_pixels": job.max_pixels,
+        "video_fps": job.video_fps,
+        "backend_kwargs": job.backend_kwargs,
+    }
+    response = requests.post(server.endpoint, json=body, timeout=120)
+    deadline = time.monotonic() + 10  # the log line is written before the response; be safe
+    while not (calls := engine_calls(server.log()[offset:])) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return response, calls
+
+
+def outcome(response: requests.Response, backend: str) -> tuple[int, str]:
+    """``(200, answer)`` for a score, ``(502, repr of the answer)`` for a clean parse error."""
+    body = response.json()
+    if response.status_code == 200:
+        assert 0.0 <= body["score"] <= 1.0 and body["backend"] == backend, body
+        return 200, body["answer"]
+    assert response.status_code == 502 and body["error"]["type"] == "parse_error", body
+    message = body["error"]["message"]
+    assert message.startswith(f"backend {backend!r} answered but no score could be read"), message
+    return 502, message.split("full answer: ", 1)[1]
+
+
+def test_servers_run_on_the_vllm_venv(servers: tuple) -> None:
+    qwen, primo = servers
+    venv_python = str(vllm_venv() / "bin" / "python")
+    cmdline = Path(f"/proc/{qwen.pid}/cmdline").read_bytes().split(b"\0")
+    assert cmdline[0].decode() == venv_python and b"vlm_reward.libero_reward_server" in cmdline
+    assert primo.cmd[0] == venv_python
+    for server, name in ((qwen, "qwen2_5_vl_vllm"), (primo, "PRIMO-R1")):
+        base = server.endpoint.removesuffix("/score")
+        assert requests.get(f"{base}/health", timeout=5).json()["backend"] == name
+        assert requests.get(f"{base}/backends", timeout=5).json()["loaded"] == [name]
+
+
+@pytest.mark.parametrize("nframes", [8, 16])
+def test_qwen_answer_is_pinned_and_the_engine_sees_the_frames_asked_for(
+    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str, nframes: int
+) -> None:
+    qwen, _ = servers
+    job = clip_job(clip, nframes)
+    response, calls = post(qwen, job)
+    [(prompt_tokens, output_tokens, finish_reason)] = calls
+    assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", job)
+    assert (output_tokens, finish_reason) == (MAX_NEW_TOKENS, "length")
+    assert outcome(response, "qwen2_5_vl_vllm") == QWEN_PINNED[nframes]
+
+
+def test_qwen_prompt_grows_with_the_frames_asked_for(clip: Clip, tiny_qwen_checkpoint: str) -> None:
+    """The equality above means something: 8 and 16 frames are different prompts."""
+    eight, sixteen = (hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", clip_job(clip, n)) for n in (8, 16))
+    assert sixteen - eight > 100, (eight, sixteen)
+
+
+def test_primo_answer_is_pinned_and_first_frame_video_last_frame_reach_the_engine(
+    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str
+) -> None:
+    _, primo = servers
+    job = clip_job(clip, 16)
+    response, calls = post(primo, job)
+    [(prompt_tokens, output_tokens, finish_reason)] = calls
+    assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "primo", job)
+    # Two images (first and last frame) beyond the video: far more than PRIMO's longer text.
+    assert prompt_tokens > hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", job) + 2 * 64
+    assert (output_tokens, finish_reason) == (MAX_NEW_TOKENS, "length")
+    assert outcome(response, "PRIMO-R1") == PRIMO_PINNED
+
+
+def test_dry_run_with_the_vlm_reward_against_the_vllm_server(servers: tuple, tmp_path: Path) -> None:
+    qwen, _ = servers
+    offset = len(qwen.log())
+    result = subprocess.run(
+        [
+            "bash",
+            str(RUN_SCRIPT),
+            "--dry-run",
+            "libero_10_grpo_openvlaoft",
+            "env.train.reward_model.enable=True",
+            f"env.train.reward_model.endpoint={qwen.endpoint}",
+            "env.train.reward_model.backend=qwen2_5_vl_vllm",
+            "env.train.reward_model.send_video_inline=True",
+        ],
+        cwd="/",
+        env={**os.environ, "LOG_ROOT": str(tmp_path / "logs")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
+    assert "[dry-run] OK" in result.stdout
+    [(_, output_tokens, _)] = engine_calls(qwen.log()[offset:])  # the episode reached the engine
+    assert output_tokens == 256, "the backend's default max_tokens"
+    [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
+    [record] = [json.loads(line) for line in log.read_text().splitlines()]
+    # Pinned: the seeded env's first 8 steps (9 frames), the tiny model's greedy answer.
+    assert (record["episode_length"], record["frames_sent"]) == (8, 9)
+    assert record["fallback"] is True and record["error_kind"] == "parse_error"
+    assert record["error"].endswith("full answer: '\ufffdin'"), record["error"]

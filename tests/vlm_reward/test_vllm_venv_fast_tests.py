@@ -1,0 +1,43 @@
+"""vlm_reward's fast tests pass in the vLLM venv too, under its transformers 5.x and torch +cpu.
+
+The reward server runs there for the vLLM backends, so its request building, tiny
+checkpoint, parsing and protocol must hold there as they do in the main venv. The run is
+pytest in that venv, in a subprocess, on ``tests/vlm_reward -m "not slow"`` (this test is
+slow, so it does not run itself), with a hard timeout.
+
+Left out: ``test_backend_qwen2_5_vl_hf.py``. The transformers backend supports transformers
+<= 4.57.6 (pyproject's ``hf`` extra, the main venv's version) and is never served from the
+vLLM venv; under transformers 5 its processor call is rejected (it passes one ``fps`` per
+video as a list, which transformers 5 only takes as a number).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/test_backend_qwen2_5_vl_hf.py",)
+# A floor on what must run: 360 tests ran here when this was written; a run that collects
+# far fewer (a broken conftest, a wrong path) must not pass as green.
+MIN_PASSED = 300
+
+
+def test_fast_vlm_reward_tests_pass_in_the_vllm_venv() -> None:
+    python = require_vllm_python()
+    ignores = [arg for path in NOT_FOR_TRANSFORMERS_5 for arg in ("--ignore", path)]
+    args = ["-m", "pytest", "tests/vlm_reward", "-m", "not slow", "-q", "-p", "no:cacheprovider", *ignores]
+
+    result = run_in_vllm_venv(python, args, timeout=600)
+
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-8000:]
+    passed = re.search(r"(\d+) passed", output)
+    assert passed and int(passed.group(1)) >= MIN_PASSED, output[-3000:]
+    # ... and it really was transformers 5 that they ran on.
+    version = run_in_vllm_venv(python, ["-c", "import transformers; print(transformers.__version__)"], 60)
+    assert version.stdout.startswith("5."), version.stdout + version.stderr
