@@ -43,6 +43,10 @@ class LiberoEnv(_upstream.LiberoEnv):
       the reward stays native and the VLM is only scored and logged.
     * Info keys: ``infos["episode"]`` gains ``VLM_METRIC_KEYS`` (values of each env's
       current episode, 0 until scored); RLinf averages them into ``env/...`` metrics.
+      When training on the VLM reward, ``return`` (and ``reward``, the return per step) is the
+      return trained on: the rewards of the episode's steps up to and including its end step,
+      VLM term included. RLinf sums rewards while the simulator has not reported success, and
+      before the VLM term is known, so its own count would miss the term (see ``_record_metrics``).
     * Episode log: one JSONL line per scored episode in ``reward_model.episode_log_dir``.
     """
 
@@ -98,6 +102,30 @@ class LiberoEnv(_upstream.LiberoEnv):
             return super()._calc_step_reward(self._signal.copy())
         return super()._calc_step_reward(terminations)
 
+    def _record_metrics(self, step_reward: np.ndarray, terminations: np.ndarray, infos: dict) -> dict:
+        """RLinf's metrics, with ``return`` counted over the VLM episode when training on it.
+
+        RLinf adds a step's reward to the return while ``success_once`` is unset. A VLM episode
+        ends at its first termination or truncation and gets its reward at that step, which
+        (with ``ignore_terminations``) can come after a native success, so here the steps up to
+        and including the end step count. The VLM term itself is added when it is known, in
+        :meth:`_score_pending`.
+        """
+        if not self._trains_on_vlm:
+            return super()._record_metrics(step_reward, terminations, infos)
+        counted_by_rlinf = ~self.success_once  # before RLinf updates it for this step
+        infos = super()._record_metrics(step_reward, terminations, infos)
+        counted = ~self._ended  # this step included: _track_step marks the end after it
+        self.returns += step_reward * (counted.astype(float) - counted_by_rlinf.astype(float))
+        self._publish_return(infos["episode"])
+        return infos
+
+    def _publish_return(self, episode_info: dict) -> None:
+        """Write the current ``return`` and ``reward`` (return per step) into ``infos["episode"]``."""
+        lengths = np.where(self._ended, self._length_at_end, self.elapsed_steps)
+        episode_info["return"] = torch.as_tensor(self.returns.copy())
+        episode_info["reward"] = torch.as_tensor(self.returns / np.maximum(lengths, 1))
+
     def close(self) -> None:
         """Release the reward client and the episode log (the env processes stay RLinf's)."""
         if self.reward_model.enable:
@@ -107,6 +135,10 @@ class LiberoEnv(_upstream.LiberoEnv):
         super().close()
 
     # ---- episode tracking -------------------------------------------------------------
+
+    @property
+    def _trains_on_vlm(self) -> bool:
+        return self.reward_model.enable and self.reward_model.use_for_training
 
     def _init_reward_model(self) -> None:
         n = self.num_envs
@@ -158,9 +190,9 @@ class LiberoEnv(_upstream.LiberoEnv):
         for env, result in zip(envs, results, strict=True):
             native = bool(self._native_at_end[env])
             if self.reward_model.use_for_training:
-                self._patches.append(
-                    (env, self._pending[env], success_signal(result.score, self.reward_model))
-                )
+                signal = success_signal(result.score, self.reward_model)
+                self._patches.append((env, self._pending[env], signal))
+                self.returns[env] += float(self.cfg.reward_coef) * signal  # the end step's VLM term
             for key, value in episode_metrics(result, native, self.reward_model).items():
                 self._metrics[key][env] = value
             if self._log is not None:
@@ -170,6 +202,8 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._pending.clear()
         if "episode" in infos:
             infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._metrics.items()})
+            if self.reward_model.use_for_training:
+                self._publish_return(infos["episode"])
 
     def _episode_meta(self, env: int) -> dict[str, Any]:
         task_id, trial_id = int(self.task_ids[env]), int(self.trial_ids[env])
