@@ -6,11 +6,17 @@ repo root first on ``PYTHONPATH`` so the env workers build this fork's ``LiberoE
 The rlinf 0.3.0 wheel ships no training script; this one wires the wheel's public pieces
 (config validation, cluster, placement, worker groups, ``EmbodiedRunner``) for the
 actor-loss algorithms (PPO/GRPO) with the FSDP actor, which is what the LIBERO configs use.
+
+With ``cpu_smoke.enable`` in the config (``run_embodiment.sh --cpu-smoke``, see
+``config/cpu_smoke/tiny.yaml``) the same pipeline runs on CPU as a wiring check, supervised by
+``cpu_smoke.SmokeGuard`` (hook check, dead-worker watchdog, hard timeout) and with an actor that
+records its GRPO batches. Without it, nothing of that is imported or run.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import hydra
@@ -28,13 +34,42 @@ def actor_worker_cls(cfg: DictConfig) -> type:
             f"algorithm.loss_type {loss!r} is not supported by this entry point; "
             f"supported: {', '.join(SUPPORTED_LOSSES)}."
         )
-    if cfg.runner.get("use_training_pipeline", False):
+    pipeline = cfg.runner.get("use_training_pipeline", False)
+    if cfg.get("cpu_smoke", {}).get("enable", False) and not pipeline:
+        from examples.embodiment.cpu_smoke_actor import CpuSmokeActor
+
+        return CpuSmokeActor
+    if pipeline:
         from rlinf.workers.actor.fsdp_actor_worker_pipeline import PipelineEmbodiedFSDPActor
 
         return PipelineEmbodiedFSDPActor
     from rlinf.workers.actor.fsdp_actor_worker import EmbodiedFSDPActor
 
     return EmbodiedFSDPActor
+
+
+def describe_ray_cluster() -> str:
+    """Which Ray cluster this driver is on: address, started here or attached, its resources.
+
+    RLinf's ``Cluster`` first tries ``ray.init(address="auto")``, which joins any cluster already
+    running on the machine (``RAY_ADDRESS`` overrides; ``RAY_ADDRESS=local`` forces a private one),
+    so a run says which one it got.
+    """
+    import ray
+
+    try:
+        # Private API, read only: Ray keeps the node it started (head=True) or connected to.
+        node = getattr(ray._private.worker, "_global_node", None)
+        started = getattr(node, "head", False)
+        origin = "private, started by this run" if started else "existing cluster, attached"
+        resources = ray.cluster_resources()
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        return (
+            f"Ray cluster {ray.get_runtime_context().gcs_address} ({origin}): {nodes} node(s), "
+            f"{resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs"
+        )
+    except Exception as exc:  # a report must never stop a training run
+        return f"Ray cluster: could not be described ({type(exc).__name__}: {exc})"
 
 
 def launch_groups(cfg: DictConfig) -> dict[str, Any]:
@@ -59,18 +94,39 @@ def launch_groups(cfg: DictConfig) -> dict[str, Any]:
     }
 
 
+def start_smoke_guard(cfg: DictConfig) -> Any:
+    """A running ``SmokeGuard`` for a CPU smoke run, ``None`` otherwise; exits 2 on a broken hook."""
+    if not cfg.get("cpu_smoke", {}).get("enable", False):
+        return None
+    from examples.embodiment.cpu_smoke import EXIT_SETUP, PREFIX, SmokeError, SmokeGuard, SmokeSettings
+
+    try:
+        return SmokeGuard(SmokeSettings.from_cfg(cfg)).start()
+    except (SmokeError, ValueError) as exc:
+        print(f"{PREFIX} FAILED: {exc}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_SETUP)
+
+
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")
 def main(cfg: DictConfig) -> None:
     from rlinf.config import validate_cfg
     from rlinf.runners.embodied_runner import EmbodiedRunner
 
-    cfg = validate_cfg(cfg)
+    guard = start_smoke_guard(cfg)  # before Ray starts: its watchdog also covers a hung start
+    cfg = validate_cfg(cfg)  # starts or joins the Ray cluster (RLinf's Cluster)
     print(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2))
+    print(f"[run_embodiment] {describe_ray_cluster()}", flush=True)
+    if guard is not None:
+        guard.expect_workers(cfg)
     groups = launch_groups(cfg)
     # The VLM reward is computed inside the env workers, so RLinf's reward worker stays off.
     runner = EmbodiedRunner(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
     runner.init_workers()
+    if guard is not None:
+        guard.check_hooks()
     runner.run()
+    if guard is not None:
+        guard.finish(cfg)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,36 @@ def test_dry_run_with_the_vlm_reward_against_a_live_server(tmp_path: Path) -> No
     assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
     [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
     assert json.loads(log.read_text().splitlines()[0])["vlm_score"] == 0.8
+
+
+def _cpu_smoke(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(RUN), "--cpu-smoke"],
+        cwd="/",
+        env={**os.environ, "LOG_ROOT": str(tmp_path / "logs"), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_cpu_smoke_refuses_a_bad_timeout(tmp_path: Path) -> None:
+    result = _cpu_smoke(tmp_path, CPU_SMOKE_TIMEOUT="soon")
+    assert result.returncode == 2
+    assert "CPU_SMOKE_TIMEOUT must be a whole number of seconds > 0, got 'soon'" in result.stderr
+
+
+def test_cpu_smoke_stops_before_ray_when_the_hook_cannot_be_imported(tmp_path: Path) -> None:
+    result = _cpu_smoke(tmp_path, RLINF_EXT_MODULE="examples.embodiment.no_such_hook", RAY_ADDRESS="auto")
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output[-3000:]
+    assert "ignores RAY_ADDRESS=auto: it always starts a private Ray cluster" in output
+    assert "not training" in output, "the run says it is a wiring check"
+    assert (
+        "[cpu-smoke] FAILED: RLINF_EXT_MODULE=examples.embodiment.no_such_hook cannot be imported" in output
+    )
+    assert "--cpu-smoke FAILED (exit status 2)" in output
+    assert "[run_embodiment] Ray cluster" not in output, "it failed before starting Ray"
+    [log] = (tmp_path / "logs").glob("*/run_embodiment.log")
+    assert "+cpu_smoke=tiny" in log.read_text()

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # Train with RLinf 0.3 using this fork's LiberoEnv.
 #
-#   bash examples/embodiment/scripts/run_embodiment.sh [--dry-run] [CONFIG] [hydra overrides...]
+#   bash examples/embodiment/scripts/run_embodiment.sh [--dry-run | --cpu-smoke] [CONFIG] [hydra overrides...]
 #
 # CONFIG defaults to libero_10_grpo_openvlaoft. Examples:
 #   bash examples/embodiment/scripts/run_embodiment.sh libero_10_grpo_openvlaoft
 #   bash examples/embodiment/scripts/run_embodiment.sh libero_10_grpo_openvlaoft env.train.reward_model.enable=True
 #   bash examples/embodiment/scripts/run_embodiment.sh --dry-run libero_10_grpo_openvlaoft env.train.reward_model.enable=True
+#   bash examples/embodiment/scripts/run_embodiment.sh --cpu-smoke libero_10_grpo_openvlaoft env.train.reward_model.enable=True
 #
 # --dry-run validates the config, checks the reward server and runs one env reset and chunk step
-# on this machine (no GPU needed), then exits. Logs go to logs/<timestamp>-<config>/.
-# Environment: PYTHON (default: the repo's .venv python if present, else python), LOG_ROOT.
+# on this machine (no GPU needed), then exits.
+# --cpu-smoke runs the real training entry on CPU for 1 GRPO step of a tiny setup (RLinf's
+# mlp_policy, 2 envs, 4-step episodes; config/cpu_smoke/tiny.yaml, the CPU platform hook
+# examples/embodiment/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
+# wiring before GPUs are booked; it does not train a useful policy.
+# Logs go to logs/<timestamp>-<config>/.
+#
+# Ray: RLinf joins a Ray cluster already running on this machine if there is one (ray.init
+# address="auto"), else starts its own; the run prints which. RAY_ADDRESS=HOST:PORT joins that
+# cluster, RAY_ADDRESS=local forces a private one (--cpu-smoke always uses a private one).
+# Environment: PYTHON (default: the repo's .venv python if present, else python), LOG_ROOT,
+# RAY_ADDRESS, CPU_SMOKE_TIMEOUT (seconds, default 600), RLINF_EXT_MODULE (--cpu-smoke: default
+# examples.embodiment.cpu_platform; a module of your own must call its register()).
 set -euo pipefail
 
 EMBODIED_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -18,10 +30,11 @@ REPO_PATH="$(cd "$EMBODIED_PATH/../.." && pwd)"
 export EMBODIED_PATH REPO_PATH
 
 ENTRY="$EMBODIED_PATH/train_embodied_agent.py"
-if [ "${1:-}" = "--dry-run" ]; then
-  ENTRY="$EMBODIED_PATH/dry_run.py"
-  shift
-fi
+MODE=train
+case "${1:-}" in
+  --dry-run) ENTRY="$EMBODIED_PATH/dry_run.py"; MODE=dry-run; shift ;;
+  --cpu-smoke) MODE=cpu-smoke; shift ;;
+esac
 CONFIG_NAME="libero_10_grpo_openvlaoft"
 if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
   CONFIG_NAME="$1"
@@ -47,8 +60,44 @@ LOG_DIR="${LOG_ROOT:-$REPO_PATH/logs}/$(date +'%Y%m%d-%H%M%S')-${CONFIG_NAME}"
 mkdir -p "$LOG_DIR"
 LOG_FILE="$LOG_DIR/run_embodiment.log"
 CMD=("$PYTHON" "$ENTRY" --config-path "$EMBODIED_PATH/config" --config-name "$CONFIG_NAME"
-  "runner.logger.log_path=$LOG_DIR" "$@")
+  "runner.logger.log_path=$LOG_DIR")
+TIMEOUT=()
+
+if [ "$MODE" = cpu-smoke ]; then
+  SMOKE_TIMEOUT="${CPU_SMOKE_TIMEOUT:-600}"
+  if ! [[ "$SMOKE_TIMEOUT" =~ ^[1-9][0-9]*$ ]]; then
+    echo "[run_embodiment] CPU_SMOKE_TIMEOUT must be a whole number of seconds > 0, got '$SMOKE_TIMEOUT'." >&2
+    exit 2
+  fi
+  if [ -n "${RAY_ADDRESS:-}" ] && [ "$RAY_ADDRESS" != local ]; then
+    echo "[run_embodiment] --cpu-smoke ignores RAY_ADDRESS=$RAY_ADDRESS: it always starts a private Ray cluster."
+  fi
+  export RAY_ADDRESS=local
+  export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-examples.embodiment.cpu_platform}"
+  echo "[run_embodiment] --cpu-smoke: a wiring check on CPU (RLinf's mlp_policy, 2 envs, 4-step episodes," \
+    "1 GRPO step), not training: the policy learns nothing useful. Timeout ${SMOKE_TIMEOUT} s."
+  # The driver enforces the timeout itself (and says why); coreutils' timeout is the backstop.
+  CMD+=("+cpu_smoke=tiny" "cpu_smoke.timeout_s=$SMOKE_TIMEOUT")
+  # --foreground: Ctrl-C still reaches the driver (Ray's reaper stops the cluster when it exits).
+  TIMEOUT=(timeout --foreground --kill-after=30 "$((SMOKE_TIMEOUT + 60))")
+elif [ "$MODE" = train ]; then
+  if [ -n "${RAY_ADDRESS:-}" ]; then
+    echo "[run_embodiment] Ray: RAY_ADDRESS=$RAY_ADDRESS ('local': a private cluster for this run)."
+  else
+    echo "[run_embodiment] Ray: joins a cluster already running on this machine if any, else starts one" \
+      "(RAY_ADDRESS=local forces a private one, RAY_ADDRESS=HOST:PORT picks one)."
+  fi
+fi
+CMD+=("$@")
+
 echo "[run_embodiment] log dir: $LOG_DIR"
 printf '%q ' "${CMD[@]}" > "$LOG_FILE"
 echo >> "$LOG_FILE"
-"${CMD[@]}" 2>&1 | tee -a "$LOG_FILE"
+status=0
+"${TIMEOUT[@]}" "${CMD[@]}" 2>&1 | tee -a "$LOG_FILE" || status=$?
+if [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
+  reason="exit status $status"
+  if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then reason="timed out"; fi
+  echo "[run_embodiment] --cpu-smoke FAILED ($reason); the first error is in $LOG_FILE" | tee -a "$LOG_FILE" >&2
+fi
+exit "$status"
