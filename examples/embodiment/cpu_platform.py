@@ -21,6 +21,7 @@ This is for wiring checks only: nothing here makes training on CPU fast or meani
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -97,9 +98,7 @@ class CpuPlatform:
         return _NoStream()
 
     @staticmethod
-    def stream(stream: Any) -> Any:
-        import contextlib
-
+    def stream(stream: Any) -> contextlib.nullcontext:
         return contextlib.nullcontext()
 
     @staticmethod

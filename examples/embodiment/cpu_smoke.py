@@ -180,18 +180,30 @@ def kill_own_processes() -> None:
 
 
 def death_line(actor: dict[str, Any]) -> str | None:
-    """``who died where: last line of the error`` for a dead actor of the state API, or ``None``
-    when it was killed on purpose (RLinf kills its helper actors)."""
+    """One line on a dead actor of Ray's state API: who, how it died, the gist of the error.
+
+    ``None`` for an actor killed on purpose: RLinf kills its own helper actors. For an exception
+    in ``__init__`` the gist is the traceback's last line; for other deaths (a crash, Ray's
+    memory monitor) the message's first line.
+    """
     cause = actor.get("death_cause") or {}
     context = cause.get("actor_died_error_context") or {}
     if context.get("reason") in INTENDED_DEATHS:
         return None
-    creation = cause.get("creation_task_failure_context") or {}
-    message = creation.get("formatted_exception_string") or context.get("error_message") or str(cause)
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    where = "in __init__" if creation else f"({context.get('reason', 'unknown reason')})"
-    who = actor.get("name") or actor.get("class_name")
-    return f"{who} (pid {actor.get('pid')}) died {where}: {lines[-1] if lines else 'no reason given'}"
+    who = f"{actor.get('name') or actor.get('class_name')} (pid {actor.get('pid')})"
+    creation = cause.get("creation_task_failure_context")
+    if creation:
+        lines = [line.strip() for line in str(creation.get("formatted_exception_string", "")).splitlines()]
+        return (
+            f"{who} died in __init__: {next((line for line in reversed(lines) if line), 'no reason given')}"
+        )
+    if cause.get("oom_context"):
+        what, message = "was killed by Ray's memory monitor", cause["oom_context"].get("error_message", "")
+    else:
+        what = f"died ({context.get('reason', 'unknown reason')})"
+        message = context.get("error_message", str(cause))
+    first = next((line.strip() for line in str(message).splitlines() if line.strip()), "no reason given")
+    return f"{who} {what}: {first}"
 
 
 def fail(message: str, code: int, kill_cluster: bool = False) -> None:
@@ -258,9 +270,11 @@ class SmokeGuard:
 
     def hook_report(self) -> str:
         """Where the hook ran and where it did not (yet), for failure messages."""
+        if not self.workers:
+            return "(Ray had not placed the workers yet.)"
         ran, missing = hook_markers(self.settings.marker_dir, self.workers)
         if not missing:
-            return f"The CPU platform hook ran in every worker ({', '.join(ran) or 'none expected yet'})."
+            return f"The CPU platform hook ran in every worker ({', '.join(ran)})."
         return (
             f"The CPU platform hook ({self.hook}) left no marker from {', '.join(missing)} "
             f"(ran in: {', '.join(ran) or 'none'}); a worker without one had not started or ran without "
@@ -309,6 +323,8 @@ class SmokeGuard:
                 fail("\n".join([*lines, self.hook_report()]), EXIT_WORKER, self.owns_cluster)
 
     def _on_worker_failure(self, signum: int, frame: Any) -> None:
+        if self._done.is_set():
+            return  # training finished and was reported; a failure while Ray stops changes nothing
         fail(
             f"a call to a Ray worker failed (the first error is above). {self.hook_report()}",
             EXIT_WORKER,

@@ -133,5 +133,11 @@ def test_death_lines_name_the_worker_and_skip_intended_kills() -> None:
         "death_cause": {"actor_died_error_context": {"reason": "WORKER_DIED", "error_message": "killed\n"}},
     }
     assert cpu_smoke.death_line(crashed) == "EnvWorker (pid 7) died (WORKER_DIED): killed"
+    oom = {
+        "name": "EnvGroup:0",
+        "pid": 9,
+        "death_cause": {"oom_context": {"error_message": "low memory\nstats"}},
+    }
+    assert cpu_smoke.death_line(oom) == "EnvGroup:0 (pid 9) was killed by Ray's memory monitor: low memory"
     killed = {"name": "probe", "death_cause": {"actor_died_error_context": {"reason": "RAY_KILL"}}}
     assert cpu_smoke.death_line(killed) is None
