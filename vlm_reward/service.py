@@ -342,9 +342,7 @@ async def _await_answer(
     return answer.result()
 
 
-def _abandon(
-    runner: JobRunner[ScoreJob, str], future: Future[str], answer: asyncio.Future[str]
-) -> None:
+def _abandon(runner: JobRunner[ScoreJob, str], future: Future[str], answer: asyncio.Future[str]) -> None:
     # Cancelling the asyncio side first means a late answer is dropped silently rather than
     # logged as an exception nobody retrieved.
     answer.cancel()
