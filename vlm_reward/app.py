@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
 from vlm_reward.middleware import BodySizeLimit, Receive, RequestLog
-from vlm_reward.schemas import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
+from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.service import RewardService, ServerConfig
 
 logger = logging.getLogger("vlm_reward.server")

@@ -1,7 +1,8 @@
 """The server's exceptions and the one function that turns any exception into an HTTP error.
 
 Every error leaves the server as ``{"error": {"type": ..., "message": ...}}`` with the status
-below, so a client needs one code path for all failures:
+below (the type -> status table itself is :data:`vlm_reward.protocol.ERROR_STATUS`, which
+each exception class reads), so a client needs one code path for all failures:
 
 ======  ======================  =========================================================
 status  type                    when
@@ -47,6 +48,8 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vlm_reward.protocol import ERROR_STATUS
+
 # Long messages (a model answer, a backend error) are cut so a runaway answer cannot turn
 # every error response into megabytes.
 MAX_MESSAGE_CHARS = 2000
@@ -62,10 +65,14 @@ _HTTP_TYPES = {
 
 
 class RewardServerError(Exception):
-    """Base of the errors the server raises on purpose; the class fixes status and type."""
+    """Base of the errors the server raises on purpose; the class fixes the type, the protocol the status."""
 
-    status: ClassVar[int] = 500
+    status: ClassVar[int] = ERROR_STATUS["internal_error"]
     error_type: ClassVar[str] = "internal_error"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.status = ERROR_STATUS[cls.error_type]  # a type the protocol lacks fails at import
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -73,56 +80,46 @@ class RewardServerError(Exception):
 
 
 class InvalidRequestError(RewardServerError):
-    status = 400
     error_type = "invalid_request"
 
 
 class InvalidVideoError(RewardServerError):
-    status = 400
     error_type = "invalid_video"
 
 
 class VideoNotFoundError(RewardServerError):
-    status = 400
     error_type = "video_not_found"
 
 
 class VideoOutsideRootError(RewardServerError):
-    status = 403
     error_type = "video_outside_root"
 
 
 class UnknownBackendError(RewardServerError):
-    status = 404
     error_type = "unknown_backend"
 
 
 class PayloadTooLargeError(RewardServerError):
-    status = 413
     error_type = "payload_too_large"
 
 
 class LimitExceededError(RewardServerError):
     """A request field is above one of the server's caps (see :mod:`vlm_reward.limits`)."""
 
-    status = 422
     error_type = "limit_exceeded"
 
 
 class ClientDisconnectedError(RewardServerError):
     """The client went away before its answer; 499 is nginx's "client closed request"."""
 
-    status = 499
     error_type = "client_disconnected"
 
 
 class AnswerParseError(RewardServerError):
-    status = 502
     error_type = "parse_error"
 
 
 class BackendNotLoadedError(RewardServerError):
-    status = 503
     error_type = "backend_not_loaded"
 
 
@@ -165,6 +162,10 @@ def error_body(error_type: str, message: str) -> dict[str, Any]:
     return {"error": {"type": error_type, "message": message}}
 
 
+def _typed(error_type: str, message: str) -> tuple[int, dict[str, Any]]:
+    return ERROR_STATUS[error_type], error_body(error_type, message)
+
+
 def _validation_message(errors: list[Any]) -> str:
     # Only the location and the reason: pydantic's "input" would echo the request back,
     # which for video_b64 can be megabytes.
@@ -183,8 +184,8 @@ def _backend_error(exc: BackendError) -> tuple[int, dict[str, Any]]:
     cause = exc.cause
     detail = scrub(str(cause)) or type(cause).__name__
     if isinstance(cause, ValueError | TypeError):
-        return 400, error_body("invalid_request", f"backend {exc.backend!r} rejected the request: {detail}")
-    return 500, error_body(
+        return _typed("invalid_request", f"backend {exc.backend!r} rejected the request: {detail}")
+    return _typed(
         "inference_error", f"inference failed in backend {exc.backend!r}: {type(cause).__name__}: {detail}"
     )
 
@@ -200,8 +201,8 @@ def error_response(exc: BaseException) -> tuple[int, dict[str, Any]]:
     if isinstance(exc, BackendError):
         return _backend_error(exc)
     if isinstance(exc, RequestValidationError | ValidationError):
-        return 422, error_body("validation_error", scrub(_validation_message(list(exc.errors()))))
+        return _typed("validation_error", scrub(_validation_message(list(exc.errors()))))
     if isinstance(exc, StarletteHTTPException):
         error_type = _HTTP_TYPES.get(exc.status_code, "http_error")
         return exc.status_code, error_body(error_type, scrub(str(exc.detail)))
-    return 500, error_body("internal_error", "internal server error; the server log has the details.")
+    return _typed("internal_error", "internal server error; the server log has the details.")

@@ -7,7 +7,7 @@
 - :mod:`vlm_reward.middleware` - the request log and the body-size limit (plain ASGI);
 - :mod:`vlm_reward.service` - the logic: caps, backend slots, video, batching, parsing;
 - :mod:`vlm_reward.limits` - what one request may cost (the ``--max-*`` flags);
-- :mod:`vlm_reward.schemas` and :mod:`vlm_reward.errors` - the protocol's bodies and errors.
+- :mod:`vlm_reward.protocol` and :mod:`vlm_reward.errors` - the wire protocol and the exceptions.
 
 This module is the stable entry point and re-exports the two names callers use.
 """

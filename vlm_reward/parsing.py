@@ -54,7 +54,7 @@ import numbers
 import re
 from dataclasses import dataclass
 
-SCORE_MODES = ("auto", "percentage", "unit")
+from vlm_reward.protocol import SCORE_MODES
 
 # Longest slice of the offending text quoted in an error message.
 _QUOTE_LIMIT = 80

@@ -42,7 +42,7 @@ from vlm_reward.errors import (
 )
 from vlm_reward.limits import RequestLimits
 from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
-from vlm_reward.schemas import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
+from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.video_source import VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -55,7 +54,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 def _episode(env, answer: str, use_rel: bool, auto_reset: bool = False, use_for_training: bool = True):
     """Reset, set the reward settings, play 2 chunks (8 steps: the episode ends at step 6)."""
-    cfg = replace(env.reward_model, backend_kwargs={"answer": answer}, use_for_training=use_for_training)
+    cfg = env.reward_model.replace(backend_kwargs={"answer": answer}, use_for_training=use_for_training)
     env.reward_model, env._client.cfg = cfg, cfg
     env.use_rel_reward, env.auto_reset = use_rel, auto_reset
     env.reset()
@@ -86,7 +85,7 @@ def test_return_of_an_auto_reset_episode_is_in_final_info(env) -> None:
 
 def test_shadow_mode_keeps_rlinfs_native_return(env) -> None:
     rewards, infos = _episode(env, "0.9", use_rel=True, use_for_training=False)
-    env.reward_model = env._client.cfg = replace(env.reward_model, use_for_training=True)
+    env.reward_model = env._client.cfg = env.reward_model.replace(use_for_training=True)
     assert np.abs(rewards).sum() == 0, "an idle robot's native reward is 0"
     np.testing.assert_array_equal(infos[-1]["episode"]["return"].numpy(), [0.0, 0.0])
     np.testing.assert_allclose(infos[-1]["episode"]["vlm_score"].numpy(), [0.9, 0.9])

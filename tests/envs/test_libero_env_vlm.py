@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +39,7 @@ class Ctx:
 
     def configure(self, use_rel: bool = True, auto_reset: bool = False, **reward_model) -> None:
         """Change reward settings between episodes (tests only: the env reads them per step)."""
-        cfg = replace(self.env.reward_model, **reward_model)
+        cfg = self.env.reward_model.replace(**reward_model)
         self.env.reward_model = cfg
         self.env._client.cfg = cfg
         self.env.use_rel_reward = use_rel

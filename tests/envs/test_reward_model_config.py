@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pytest
 from omegaconf import OmegaConf
 
@@ -29,7 +27,7 @@ ENV_YAMLS = sorted(p.name for p in ENV_CONFIG_DIR.glob("libero_*.yaml"))
 
 
 def test_defaults_are_the_designed_ones() -> None:
-    defaults = asdict(RewardModelConfig())
+    defaults = RewardModelConfig().model_dump()
     assert {k: defaults[k] for k in DESIGN_DEFAULTS} == DESIGN_DEFAULTS
 
 
@@ -37,7 +35,7 @@ def test_defaults_are_the_designed_ones() -> None:
 def test_every_env_yaml_has_the_full_block_with_the_defaults(name: str) -> None:
     block = OmegaConf.load(ENV_CONFIG_DIR / name).reward_model
     parsed = RewardModelConfig.from_mapping(block)
-    assert set(block) == set(asdict(parsed)), "every knob must be spelled out in the YAML"
+    assert set(block) == set(parsed.model_dump()), "every knob must be spelled out in the YAML"
     assert parsed == RewardModelConfig()
 
 

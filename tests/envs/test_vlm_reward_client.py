@@ -8,7 +8,6 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def _cfg(server: ServerProcess, tmp_path: Path, **changes: object) -> RewardMode
     base = RewardModelConfig(
         enable=True, endpoint=server.endpoint, backend="recording", temp_video_dir=str(tmp_path)
     )
-    return replace(base, **changes)
+    return base.replace(**changes)
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +53,7 @@ class Rollout:
 
     def point_at(self, endpoint: str, **changes: Any) -> None:
         """Change reward settings between episodes (tests only: the client reads them per call)."""
-        cfg = replace(self.env.reward_model, endpoint=endpoint, **changes)
+        cfg = self.env.reward_model.replace(endpoint=endpoint, **changes)
         self.env.reward_model = cfg
         self.env._client.cfg = cfg
 

@@ -23,7 +23,7 @@ from vlm_reward.errors import (
     error_response,
     scrub,
 )
-from vlm_reward.schemas import ScoreRequest
+from vlm_reward.protocol import ScoreRequest
 
 
 def _validation_error() -> ValidationError:

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from examples.embodiment.reward_eval.local_server import check_endpoint, local_reward_server
-from rlinf.envs.libero.reward_model_config import SCORE_MODES
 from vlm_reward.backends import canonical_name
+from vlm_reward.protocol import SCORE_MODES
 from vlm_reward.runtime import server_python
 
 # The backends that can run the offline tiny checkpoint (all are Qwen2.5-VL), canonical names.

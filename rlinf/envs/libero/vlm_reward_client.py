@@ -5,9 +5,10 @@ What a call does, in order:
 1. samples at most ``nframes`` frames uniformly over the whole episode (first and last
    included, all frames when the episode is shorter; deterministic);
 2. encodes them as an MP4 at ``video_fps`` into ``temp_video_dir``;
-3. posts ``task_text``, ``video_path`` (or ``video_b64`` with ``send_video_inline``),
-   ``nframes``, ``max_pixels``, ``video_fps``, ``backend``, ``backend_kwargs`` and
-   ``score_mode`` through one pooled ``requests`` session;
+3. posts a :class:`vlm_reward.protocol.ScoreRequest` (``task_text``, ``video_path`` or, with
+   ``send_video_inline``, ``video_b64``, ``nframes``, ``max_pixels``, ``video_fps``,
+   ``backend``, ``backend_kwargs``, ``score_mode``) through one pooled ``requests`` session,
+   and reads the answer as a :class:`vlm_reward.protocol.ScoreResponse`;
 4. removes the MP4 unless ``keep_temp_video``, whether the request succeeded or not (a
    kept video's path is in the result, on a fallback too).
 
@@ -18,15 +19,15 @@ Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN o
 out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
 otherwise the episode gets the fallback score, a warning is logged once per kind of
 error (the server's error type, e.g. ``parse_error``, or ``connection``, ``timeout``, ...),
-and the result says ``fallback=True`` with the reason. Only connection errors and 503/504
-are retried (``max_retries`` times): a timeout, a 4xx or a parse error would fail again.
+and the result says ``fallback=True`` with the reason. Only connection errors and the
+protocol's retryable statuses (:data:`vlm_reward.protocol.RETRYABLE_STATUSES`) are retried
+(``max_retries`` times): a timeout, a 4xx or a parse error would fail again.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-import math
 import os
 import tempfile
 import threading
@@ -41,14 +42,13 @@ from typing import Any
 import numpy as np
 import requests
 import urllib3
+from pydantic import ValidationError
 
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from vlm_reward.protocol import RETRYABLE_STATUSES, ScoreRequest, ScoreResponse
 from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)
-
-# Our server answers 502 for an unparseable model answer, which a retry would repeat.
-RETRYABLE_STATUS = (503, 504)
 
 
 class RewardRequestError(RuntimeError):
@@ -168,9 +168,9 @@ class VLMRewardClient:
         except RewardRequestError as exc:
             return replace(self._fallback(episode, exc, started, nframes), video_path=kept)
         return ScoreResult(
-            score=body["score"],
-            raw_value=body.get("raw_value"),
-            answer=body.get("answer"),
+            score=body.score,
+            raw_value=body.raw_value,
+            answer=body.answer,
             latency_s=time.perf_counter() - started,
             fallback=False,
             video_path=kept,
@@ -178,37 +178,42 @@ class VLMRewardClient:
         )
 
     def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:
-        payload: dict[str, Any] = {
-            "task_text": task_text,
-            "nframes": nframes,
-            "max_pixels": self.cfg.max_pixels,
-            "video_fps": self.cfg.video_fps,
-            "backend_kwargs": dict(self.cfg.backend_kwargs),
-        }
-        if self.cfg.backend is not None:
-            payload["backend"] = self.cfg.backend
-        if self.cfg.score_mode is not None:
-            payload["score_mode"] = self.cfg.score_mode
+        """The request body, validated by the protocol here (a bad one never leaves the env)."""
+        video: dict[str, str] = {}
         if self.cfg.send_video_inline:
             with open(path, "rb") as handle:
-                payload["video_b64"] = base64.b64encode(handle.read()).decode("ascii")
+                video["video_b64"] = base64.b64encode(handle.read()).decode("ascii")
         else:
-            payload["video_path"] = os.path.abspath(path)
-        return payload
+            video["video_path"] = os.path.abspath(path)
+        try:
+            request = ScoreRequest(
+                task_text=task_text,
+                nframes=nframes,
+                max_pixels=self.cfg.max_pixels,
+                video_fps=self.cfg.video_fps,
+                backend=self.cfg.backend,
+                backend_kwargs=dict(self.cfg.backend_kwargs),
+                score_mode=self.cfg.score_mode,
+                **video,
+            )
+        except ValidationError as exc:
+            message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise RewardRequestError("invalid_request", self.cfg.endpoint, message) from exc
+        return request.model_dump(exclude_none=True)
 
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST with bounded retries for transient errors; returns the validated JSON body."""
+    def _post(self, payload: dict[str, Any]) -> ScoreResponse:
+        """POST with bounded retries for transient errors; returns the validated response."""
         for attempt in range(self.cfg.max_retries + 1):
             try:
                 return self._post_once(payload)
             except RewardRequestError as exc:
-                transient = exc.kind == "connection" or exc.status in RETRYABLE_STATUS
+                transient = exc.kind == "connection" or exc.status in RETRYABLE_STATUSES
                 if not transient or attempt == self.cfg.max_retries:
                     raise
                 time.sleep(min(0.5 * 2**attempt, 5.0))
         raise AssertionError("unreachable")
 
-    def _post_once(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _post_once(self, payload: dict[str, Any]) -> ScoreResponse:
         endpoint = self.cfg.endpoint
         try:
             response = self._session.post(endpoint, json=payload, timeout=self.cfg.timeout)
@@ -254,16 +259,21 @@ class VLMRewardClient:
         )
 
 
-def _validated(body: Any, endpoint: str) -> dict[str, Any]:
+def _validated(body: Any, endpoint: str) -> ScoreResponse:
+    """``body`` as a :class:`ScoreResponse`; a bad score is ``invalid_score``, anything else malformed."""
     if not isinstance(body, dict) or "score" not in body:
         message = f"no 'score' in the response: {str(body)[:200]}"
         raise RewardRequestError("malformed_response", endpoint, message)
-    score = body["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float)):
-        raise RewardRequestError("invalid_score", endpoint, f"score is not a number: {score!r}")
-    if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-        raise RewardRequestError("invalid_score", endpoint, f"score {score!r} is not in [0, 1]")
-    return {**body, "score": float(score)}
+    try:
+        return ScoreResponse.model_validate(body)
+    except ValidationError as exc:
+        score_errors = [e["type"] for e in exc.errors() if e["loc"] == ("score",)]
+        if score_errors:
+            problem = "is not a number" if score_errors[0] == "float_type" else "is not in [0, 1]"
+            raise RewardRequestError("invalid_score", endpoint, f"score {body['score']!r} {problem}") from exc
+        fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
+        message = f"the response does not match the protocol ({fields}): {str(body)[:200]}"
+        raise RewardRequestError("malformed_response", endpoint, message) from exc
 
 
 def _server_error(body: Any) -> tuple[str, str]:

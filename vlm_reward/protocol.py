@@ -1,29 +1,69 @@
-"""Request and response models of the reward server's HTTP protocol (DESIGN.md section 7).
+"""The reward server's wire protocol, defined once: the server serves it, the env's client speaks it.
+
+- ``POST /score``: :class:`ScoreRequest` in, :class:`ScoreResponse` out.
+- ``GET /health``: :class:`HealthResponse` (200 once the backend serves, an error before).
+- ``GET /backends``: :class:`BackendsResponse`.
+- Every error: :class:`ErrorResponse`, ``{"error": {"type", "message"}}``, with the status
+  :data:`ERROR_STATUS` gives its type; :data:`RETRYABLE_STATUSES` are the ones a client may
+  retry (elsewhere or later).
+- :data:`SCORE_MODES`: how an answer is read as a score.
 
 The models are strict: a wrong JSON type (``"16"`` for ``nframes``, ``123`` for
 ``task_text``) and unknown fields are rejected with 422 instead of being coerced or ignored,
 because a silently ignored misspelled field (``nframe``) would score with a default the
 caller never chose. What a request may cost (frames, pixels, text length, tokens) is capped
-by the server's ``--max-*`` flags, checked after parsing (:mod:`vlm_reward.limits`); the
-bounds here are the ones that hold for every server.
+by each server's ``--max-*`` flags (:mod:`vlm_reward.limits`); the bounds here hold for every
+server. Only pydantic is imported, so the env's client needs nothing of the server's stack.
 """
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Kept in step with vlm_reward.parsing.SCORE_MODES (a test checks they match); a Literal
-# makes the valid choices part of the 422 message.
 ScoreMode = Literal["auto", "percentage", "unit"]
+# How a backend's answer becomes a score; see vlm_reward.parsing for each mode's rules.
+SCORE_MODES: tuple[str, ...] = typing.get_args(ScoreMode)
 
+# The request defaults, which are also the env's reward_model defaults: 16 frames of at most
+# 256 Qwen2.5-VL patches (256 * 28 * 28 pixels) each, at the 4 fps the client encodes.
+DEFAULT_NFRAMES = 16
+DEFAULT_MAX_PIXELS = 200704
+DEFAULT_VIDEO_FPS = 4.0
 # Qwen2.5-VL works on 28x28 patches: one patch is the smallest frame it can see.
 MIN_PIXELS = 28 * 28
 # The fps only labels the clip's timing (no work scales with it); beyond this it is a bug.
 MAX_VIDEO_FPS = 240.0
 # Linux's PATH_MAX: no longer path can name a file.
 MAX_PATH_CHARS = 4096
+
+# Every error type the server answers with, and its HTTP status (vlm_reward.errors says when).
+ERROR_STATUS: dict[str, int] = {
+    "invalid_request": 400,
+    "invalid_video": 400,
+    "video_not_found": 400,
+    "video_outside_root": 403,
+    "unknown_backend": 404,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "payload_too_large": 413,
+    "validation_error": 422,
+    "limit_exceeded": 422,
+    "client_disconnected": 499,
+    "inference_error": 500,
+    "internal_error": 500,
+    "parse_error": 502,
+    "backend_not_loaded": 503,
+    "backend_loading": 503,
+    "backend_load_failed": 503,
+    "shutting_down": 503,
+}
+# Worth retrying, on another server or a little later: 503 (this server cannot serve the
+# backend now: loading, stopping, or not hosting it) and 504 (a proxy's timeout). Not 502:
+# an unreadable answer is the model's, and the same request gets the same answer again.
+RETRYABLE_STATUSES = frozenset({503, 504})
 
 
 class ScoreRequest(BaseModel):
@@ -39,13 +79,17 @@ class ScoreRequest(BaseModel):
         description="MP4 on the server's disk, inside its --video-root.",
     )
     video_b64: str | None = Field(default=None, min_length=1, description="Base64-encoded MP4 bytes.")
-    nframes: int = Field(default=16, ge=1, description="Frames the VLM samples (cap: --max-nframes).")
+    nframes: int = Field(
+        default=DEFAULT_NFRAMES, ge=1, description="Frames the VLM samples (cap: --max-nframes)."
+    )
     max_pixels: int = Field(
-        default=200704, ge=MIN_PIXELS, description="Pixels per frame (cap: --max-pixels)."
+        default=DEFAULT_MAX_PIXELS, ge=MIN_PIXELS, description="Pixels per frame (cap: --max-pixels)."
     )
     backend: str | None = Field(default=None, min_length=1, description="Backend name or alias.")
     backend_kwargs: dict[str, Any] = Field(default_factory=dict, description="Per-request overrides.")
-    video_fps: float = Field(default=4.0, gt=0, le=MAX_VIDEO_FPS, description="Frame rate of the video.")
+    video_fps: float = Field(
+        default=DEFAULT_VIDEO_FPS, gt=0, le=MAX_VIDEO_FPS, description="Frame rate of the video."
+    )
     score_mode: ScoreMode | None = Field(default=None, description="Default: the backend's own mode.")
 
     @model_validator(mode="after")
@@ -61,7 +105,9 @@ class ScoreRequest(BaseModel):
 class ScoreResponse(BaseModel):
     """A score in [0, 1] plus what it was read from, for logging and debugging."""
 
-    score: float
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+    score: float = Field(ge=0.0, le=1.0, description="The judgement, in [0, 1].")
     raw_value: float | None = Field(description="The number in the answer before normalisation.")
     answer: str | None = Field(description="Text of the model's <answer> (or the whole answer).")
     think: str | None = Field(description="Text of the model's <think> block, if any.")
@@ -76,7 +122,7 @@ class ErrorDetail(BaseModel):
 
 
 class ErrorResponse(BaseModel):
-    """The one error shape; see :mod:`vlm_reward.errors` for statuses and types."""
+    """The one error shape; :data:`ERROR_STATUS` has each type's status."""
 
     error: ErrorDetail
 

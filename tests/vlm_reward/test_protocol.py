@@ -1,0 +1,98 @@
+"""Tests for vlm_reward.protocol: defaults, bounds and strictness of the models; the error table."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from vlm_reward.parsing import parse_score
+from vlm_reward.protocol import (
+    ERROR_STATUS,
+    MAX_PATH_CHARS,
+    MAX_VIDEO_FPS,
+    SCORE_MODES,
+    ScoreRequest,
+    ScoreResponse,
+)
+
+
+@pytest.mark.parametrize("mode", SCORE_MODES)
+def test_every_score_mode_is_one_the_parser_reads(mode: str) -> None:
+    assert 0.0 <= parse_score("<answer>1</answer>", mode).score <= 1.0
+
+
+def test_the_error_table_lists_exactly_the_types_the_server_answers_with() -> None:
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException
+
+    from vlm_reward.errors import BackendError, RewardServerError, error_response
+
+    def subclasses(cls: type) -> list[type]:
+        return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]
+
+    raised = {cls.error_type for cls in subclasses(RewardServerError)}
+    mapped = {
+        error_response(exc)[1]["error"]["type"]
+        for exc in (
+            BackendError("b", ValueError("x")),
+            BackendError("b", RuntimeError("x")),
+            RequestValidationError([]),
+            HTTPException(404),
+            HTTPException(405),
+            RuntimeError("bug"),
+        )
+    }
+    assert raised | mapped == set(ERROR_STATUS)
+
+
+@pytest.mark.parametrize(
+    ("score", "ok"),
+    [(0.0, True), (1.0, True), (0.5, True), (-0.1, False), (1.1, False), (float("nan"), False)],
+    ids=["zero", "one", "half", "negative", "above-one", "nan"],
+)
+def test_a_response_score_must_be_in_the_unit_interval(score: float, ok: bool) -> None:
+    body = {"score": score, "raw_value": None, "answer": None, "think": None, "backend": "b", "model": "m"}
+    body["latency_s"] = 0.1
+    if ok:
+        assert ScoreResponse.model_validate(body).score == score
+    else:
+        with pytest.raises(ValidationError, match="score"):
+            ScoreResponse.model_validate(body)
+
+
+def test_defaults_follow_the_protocol() -> None:
+    req = ScoreRequest.model_validate({"task_text": "open the drawer", "video_path": "a.mp4"})
+    assert (req.nframes, req.max_pixels, req.video_fps) == (16, 200704, 4.0)
+    assert (req.backend, req.backend_kwargs, req.score_mode, req.video_b64) == (None, {}, None, None)
+
+
+@pytest.mark.parametrize(
+    ("fields", "loc"),
+    [
+        ({"nframes": 0}, "nframes"),
+        ({"nframes": 16.0}, "nframes"),
+        ({"nframes": True}, "nframes"),
+        ({"video_fps": 0}, "video_fps"),
+        ({"video_fps": "4"}, "video_fps"),
+        ({"max_pixels": 10}, "max_pixels"),
+        ({"video_fps": MAX_VIDEO_FPS + 1}, "video_fps"),
+        ({"video_path": "v" * (MAX_PATH_CHARS + 1)}, "video_path"),
+        ({"task_text": 5}, "task_text"),
+        ({"backend": ""}, "backend"),
+        ({"score_mode": "Percentage"}, "score_mode"),
+        ({"extra": 1}, "extra"),
+    ],
+    ids=["nframes-zero", "nframes-float", "nframes-bool", "fps-zero", "fps-string", "pixels-below-a-patch",
+         "fps-over", "path-over-path-max", "task-int", "backend-empty", "mode-case", "unknown-field"],
+)  # fmt: skip
+def test_out_of_range_or_wrongly_typed_fields_are_rejected(fields: dict[str, object], loc: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        ScoreRequest.model_validate({"task_text": "t", "video_path": "a.mp4", **fields})
+    assert [err["loc"][0] for err in info.value.errors()] == [loc]
+
+
+def test_integer_fps_is_accepted_as_float() -> None:
+    assert (
+        ScoreRequest.model_validate({"task_text": "t", "video_path": "a.mp4", "video_fps": 10}).video_fps
+        == 10.0
+    )
