@@ -157,27 +157,3 @@ def build_messages(
         {"role": "system", "content": [{"type": "text", "text": spec.system_prompt}]},
         {"role": "user", "content": content},
     ]
-
-
-def read_first_last_frames(video_path: str) -> tuple[Any, Any]:
-    """First and last frame of an MP4 as RGB PIL images, read with OpenCV.
-
-    Raises ``ValueError`` if the file holds no decodable frame.
-    """
-    import cv2
-    from PIL import Image
-
-    cap = cv2.VideoCapture(video_path)
-    try:
-        ok, first = cap.read()
-        if not ok:
-            raise ValueError("the video has no decodable frame.")
-        last = first
-        while True:
-            ok, frame = cap.read()
-            if not ok:
-                break
-            last = frame
-    finally:
-        cap.release()
-    return tuple(Image.fromarray(cv2.cvtColor(f, cv2.COLOR_BGR2RGB)) for f in (first, last))

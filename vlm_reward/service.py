@@ -43,7 +43,7 @@ from vlm_reward.errors import (
 from vlm_reward.limits import RequestLimits
 from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
-from vlm_reward.video_source import VideoPolicy, prepare_video
+from vlm_reward.video_source import LocalVideo, VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")
 
@@ -257,10 +257,14 @@ class RewardService:
             # Reserve before the video is validated: the runner then knows a job is coming.
             with runner.reserve() as reservation:
                 video = await asyncio.to_thread(
-                    prepare_video, req.video_path, req.video_b64, self.video_policy
+                    prepare_video,
+                    req.video_path,
+                    req.video_b64,
+                    self.video_policy,
+                    lambda total: slot.backend.frame_indices(total, req.nframes),
                 )
                 try:
-                    future = reservation.submit(_job(req, video.path))
+                    future = reservation.submit(_job(req, video))
                 except BaseException:
                     video.cleanup()
                     raise
@@ -309,10 +313,11 @@ class RewardService:
         )
 
 
-def _job(req: ScoreRequest, video_path: str) -> ScoreJob:
+def _job(req: ScoreRequest, video: LocalVideo) -> ScoreJob:
     return ScoreJob(
         task_text=req.task_text,
-        video_path=video_path,
+        video_path=video.path,
+        clip=video.clip,
         nframes=req.nframes,
         max_pixels=req.max_pixels,
         video_fps=req.video_fps,

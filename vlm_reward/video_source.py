@@ -6,10 +6,13 @@ server's disk, so it is confined to ``--video-root`` after resolving ``..`` and 
 client bytes of any size, so it is size-checked before it is decoded and written to a temp
 file that is removed when the request ends, whatever happens.
 
-Every video is decoded once (``count_frames``) before it reaches a backend, so junk bytes
-and empty clips are a 400 naming the problem instead of a 500 from deep inside a model;
-decoding stops past ``--max-video-frames``, so a small file of many tiny frames cannot make
-that check itself expensive.
+Every video is decoded exactly once, here, before it reaches a backend
+(:func:`vlm_reward.video_io.decode_clip`): junk bytes, empty and corrupt clips are a 400
+naming the problem instead of a 500 from deep inside a model, and the backend gets the
+decoded frames it asked for (:meth:`~vlm_reward.backends.base.RewardBackend.frame_indices`)
+plus the first and last, never reading the file again. The frame count comes from the
+container first, so a small file of many tiny frames is refused (``--max-video-frames``)
+before anything is decoded.
 Errors never name host paths: the client knows which path it sent.
 """
 
@@ -20,6 +23,7 @@ import binascii
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from vlm_reward.errors import (
@@ -30,7 +34,7 @@ from vlm_reward.errors import (
     VideoOutsideRootError,
 )
 from vlm_reward.limits import RequestLimits
-from vlm_reward.video_io import count_frames
+from vlm_reward.video_io import Clip, decode_clip, probe_video
 
 _MB = 1024 * 1024
 
@@ -62,13 +66,26 @@ class VideoPolicy:
         return int(self.limits.max_video_mb * _MB)
 
 
+# Which frames of a video of N frames a backend shows the model (see RewardBackend.frame_indices).
+FrameIndices = Callable[[int], Sequence[int]]
+
+
+def _every_frame(total: int) -> Sequence[int]:
+    return range(total)
+
+
 @dataclass
 class LocalVideo:
-    """A validated video file; ``cleanup`` deletes it if the server created it."""
+    """A validated video and its decoded frames; ``cleanup`` deletes the file if the server wrote it."""
 
     path: str
     temporary: bool
-    frames: int
+    clip: Clip
+
+    @property
+    def frames(self) -> int:
+        """Number of frames in the file."""
+        return self.clip.total_frames
 
     def cleanup(self) -> None:
         """Remove an inline upload's temp file (idempotent; never touches client files)."""
@@ -77,21 +94,28 @@ class LocalVideo:
             self.temporary = False
 
 
-def prepare_video(video_path: str | None, video_b64: str | None, policy: VideoPolicy) -> LocalVideo:
-    """Resolve exactly one of ``video_path``/``video_b64`` into a decodable local video.
+def prepare_video(
+    video_path: str | None,
+    video_b64: str | None,
+    policy: VideoPolicy,
+    frame_indices: FrameIndices = _every_frame,
+) -> LocalVideo:
+    """Resolve exactly one of ``video_path``/``video_b64`` into a local video, decoded once.
 
+    ``frame_indices(total_frames)`` says which frames to keep (the backend's choice).
     Raises the :mod:`vlm_reward.errors` exception for the status the protocol specifies:
-    403 outside the root, 413 too large, 400 missing/undecodable/empty/bad base64.
-    The caller must call :meth:`LocalVideo.cleanup` when the request is done.
+    403 outside the root, 413 too large, 422 too many frames, 400 missing/undecodable/
+    empty/bad base64 or too short for the backend. The caller must call
+    :meth:`LocalVideo.cleanup` when the request is done.
     """
     if (video_path is None) == (video_b64 is None):
         raise InvalidRequestError("give exactly one of video_path or video_b64.")
     if video_path is not None:
         path = resolve_video_path(video_path, policy)
-        return LocalVideo(path, temporary=False, frames=check_decodable(path, policy.limits))
+        return LocalVideo(path, temporary=False, clip=decode_checked(path, policy.limits, frame_indices))
     path = write_inline_video(video_b64 or "", policy)
     try:
-        return LocalVideo(path, temporary=True, frames=check_decodable(path, policy.limits))
+        return LocalVideo(path, temporary=True, clip=decode_checked(path, policy.limits, frame_indices))
     except BaseException:
         _remove_quietly(path)
         raise
@@ -145,22 +169,29 @@ def write_inline_video(video_b64: str, policy: VideoPolicy) -> str:
     return path
 
 
-def check_decodable(path: str, limits: RequestLimits) -> int:
-    """Number of frames in ``path``; ``InvalidVideoError`` for empty, undecodable or frameless files.
+def decode_checked(path: str, limits: RequestLimits, frame_indices: FrameIndices = _every_frame) -> Clip:
+    """The clip of ``path``; ``InvalidVideoError`` for empty, undecodable or frameless files.
 
-    ``LimitExceededError`` (422) for more than ``limits.max_video_frames`` frames; decoding
-    stops one frame past the cap.
+    ``LimitExceededError`` (422) for more than ``limits.max_video_frames`` frames, told from
+    the container before any frame is decoded.
     """
     if os.path.getsize(path) == 0:
         raise InvalidVideoError("the video file is empty (0 bytes).")
     try:
-        frames = count_frames(path, stop_after=limits.max_video_frames + 1)
+        probe = probe_video(path)
     except ValueError as exc:
         raise InvalidVideoError(f"the video cannot be decoded: {exc}") from None
-    if frames == 0:
+    if probe.num_frames == 0:
         raise InvalidVideoError("the video has no decodable frames.")
-    limits.check_video_frames(frames)
-    return frames
+    limits.check_video_frames(probe.num_frames)
+    try:
+        indices = frame_indices(probe.num_frames)
+    except ValueError as exc:  # e.g. a backend that needs more frames than the video has
+        raise InvalidVideoError(str(exc)) from None
+    try:
+        return decode_clip(path, indices, probe)
+    except ValueError as exc:
+        raise InvalidVideoError(f"the video cannot be decoded: {exc}") from None
 
 
 def _check_size(n_bytes: int, policy: VideoPolicy, what: str) -> None:

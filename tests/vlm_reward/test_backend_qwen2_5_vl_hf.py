@@ -23,7 +23,7 @@ from vlm_reward.backends.qwen2_5_vl_hf import (
     processor_inputs,
     render_prompt,
 )
-from vlm_reward.backends.qwen_vision import fit_video_entry, job_messages, load_vision_inputs
+from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
 
 TASK = "put the bowl on the plate"
@@ -47,9 +47,15 @@ def backend(tiny_qwen_checkpoint: str) -> QwenHFBackend:
 
 def model_inputs(backend: QwenHFBackend, spec: PromptSpec, *jobs: ScoreJob) -> Any:
     """What ``generate`` feeds the model for ``jobs`` (the backend's own plain functions)."""
-    messages = [job_messages(spec, job) for job in jobs]
+    clips = [job_clip(job) for job in jobs]
+    messages = [job_messages(spec, job, clip) for job, clip in zip(jobs, clips, strict=True)]
     texts = [render_prompt(backend._processor, m) for m in messages]
-    return processor_inputs(backend._processor, texts, [load_vision_inputs(m) for m in messages])
+    vision = [load_vision_inputs(m, clip) for m, clip in zip(messages, clips, strict=True)]
+    return processor_inputs(backend._processor, texts, vision)
+
+
+def messages_of(spec: PromptSpec, job: ScoreJob) -> list[dict[str, Any]]:
+    return job_messages(spec, job, job_clip(job))
 
 
 # --- registry, construction, kwargs ----------------------------------------------------
@@ -163,50 +169,65 @@ def test_generate_kwargs(
 
 
 @pytest.mark.parametrize(
-    ("entry", "total_frames", "expected"),
+    ("total", "nframes", "expected"),
     [
-        ({"nframes": 8}, 16, {"nframes": 8}),
-        ({"nframes": 16}, 16, {"nframes": 16}),
-        ({"nframes": 15}, 16, {"nframes": 16}),
-        ({"nframes": 16}, 10, {"nframes": 10}),
-        ({"nframes": 16}, 9, {"nframes": 8}),
-        ({"nframes": 9}, 9, {"nframes": 8}),
-        ({"nframes": 1}, 16, {"nframes": 2}),
-        ({"max_pixels": 200704}, 16, {"max_pixels": 200704, "min_pixels": 100352}),
-        ({"max_pixels": 12544}, 16, {"max_pixels": 12544, "min_pixels": 12544}),
-        ({"max_pixels": 12544, "min_pixels": 3136}, 16, {"max_pixels": 12544, "min_pixels": 3136}),
+        (16, 8, [0, 2, 4, 6, 9, 11, 13, 15]),
+        (16, 16, list(range(16))),
+        (16, 15, list(range(16))),  # qwen-vl-utils rounds to an even count
+        (10, 16, list(range(10))),  # capped at the file
+        (9, 16, [0, 1, 2, 3, 5, 6, 7, 8]),  # an even count of an odd file
+        (16, 1, [0, 15]),  # at least two
     ],
     ids=[
         "fewer-than-file",
         "all-frames",
-        "odd-rounds-up-like-qwen",
+        "odd-rounds-up",
         "short-video-capped",
-        "odd-short-video-even",
-        "odd-equal-even",
+        "odd-file-even",
         "at-least-two",
-        "qwen-floor-kept",
-        "floor-capped-at-max",
-        "explicit-min-kept",
     ],
 )
-def test_fit_video_entry(entry: dict[str, Any], total_frames: int, expected: dict[str, Any]) -> None:
-    from qwen_vl_utils import vision_process
-
-    fitted = fit_video_entry({"video": "v.mp4", **entry}, total_frames, vision_process)
-    assert fitted == {"video": "v.mp4", **expected}
+def test_qwen_frame_indices(total: int, nframes: int, expected: list[int]) -> None:
+    assert qwen_frame_indices(total, nframes) == expected
 
 
-def test_fit_video_entry_rejects_a_one_frame_video() -> None:
-    from qwen_vl_utils import vision_process
-
+def test_qwen_frame_indices_reject_a_one_frame_video() -> None:
     with pytest.raises(ValueError, match="1 frame"):
-        fit_video_entry({"video": "v.mp4", "nframes": 8}, 1, vision_process)
+        qwen_frame_indices(1, 8)
+
+
+@pytest.mark.parametrize(
+    ("nframes", "max_pixels"),
+    [(8, MAX_PIXELS), (16, 200704), (15, 12544), (32, 3136)],
+    ids=["8-small", "16-env-default", "odd-below-video-floor", "capped-at-file-tiny-frames"],
+)
+def test_vision_inputs_are_what_qwen_vl_utils_reads_from_the_file(
+    sample_mp4: str, nframes: int, max_pixels: int
+) -> None:
+    """The one decode gives qwen-vl-utils' own pixels, frame indices and metadata, bit for bit."""
+    from qwen_vl_utils import vision_process
+
+    job = replace(make_job(sample_mp4, nframes=nframes), max_pixels=max_pixels)
+    messages = messages_of(QWEN_VIDEO_PROMPT, job)
+    ours = load_vision_inputs(messages, job_clip(job))
+    entry = {
+        **messages[1]["content"][0],
+        "nframes": len(qwen_frame_indices(FIXTURE_FRAMES, nframes)),
+        "min_pixels": min(max_pixels, 128 * 28 * 28),
+    }
+    reference = [{**messages[1], "content": [entry]}]
+    _, [(video, metadata)], _ = vision_process.process_vision_info(
+        reference, return_video_kwargs=True, return_video_metadata=True
+    )
+    assert ours.videos[0].shape == video.shape and bool((ours.videos[0] == video).all())
+    assert {**ours.video_metadata[0], "video_backend": "decord"} == metadata
 
 
 def test_load_vision_inputs_leaves_messages_untouched(sample_mp4: str) -> None:
-    messages = job_messages(QWEN_VIDEO_PROMPT, make_job(sample_mp4, nframes=32))
+    job = make_job(sample_mp4, nframes=32)
+    messages = messages_of(QWEN_VIDEO_PROMPT, job)
     video_entry = dict(messages[1]["content"][0])
-    vision = load_vision_inputs(messages)
+    vision = load_vision_inputs(messages, job_clip(job))
     assert messages[1]["content"][0] == video_entry
     assert vision.videos[0].shape[0] == FIXTURE_FRAMES  # capped to the file, not 32
     assert vision.video_metadata[0]["total_num_frames"] == FIXTURE_FRAMES
@@ -217,7 +238,8 @@ def test_load_vision_inputs_leaves_messages_untouched(sample_mp4: str) -> None:
 def test_missing_qwen_vl_utils_names_the_extra(monkeypatch: pytest.MonkeyPatch, sample_mp4: str) -> None:
     monkeypatch.setitem(sys.modules, "qwen_vl_utils", None)
     with pytest.raises(ImportError, match=r"pip install 'libero-vlm-reward\[hf\]'"):
-        load_vision_inputs(job_messages(QWEN_VIDEO_PROMPT, make_job(sample_mp4)))
+        job = make_job(sample_mp4)
+        load_vision_inputs(messages_of(QWEN_VIDEO_PROMPT, job), job_clip(job))
 
 
 @pytest.mark.parametrize("module", ["transformers", "torch"], ids=["transformers", "torch"])
@@ -254,7 +276,7 @@ def test_processor_sees_exactly_nframes(backend: QwenHFBackend, sample_mp4: str,
 
 def test_primo_layout_is_image_video_image_text(backend: QwenHFBackend, sample_mp4: str) -> None:
     spec, _ = backend.job_settings(make_job(sample_mp4, prompt="primo"))
-    messages = job_messages(spec, make_job(sample_mp4))
+    messages = messages_of(spec, make_job(sample_mp4))
     assert [item["type"] for item in messages[1]["content"]] == ["image", "video", "image", "text"]
     inputs = model_inputs(backend, spec, make_job(sample_mp4))
     grids = inputs["image_grid_thw"]
@@ -270,7 +292,7 @@ def test_primo_first_and_last_images_are_the_first_and_last_frames(sample_mp4: s
     """The fixture's red square slides left to right: it is left in the first image, right in the last."""
     import numpy as np
 
-    messages = job_messages(PRIMO_PROMPT, make_job(sample_mp4))
+    messages = messages_of(PRIMO_PROMPT, make_job(sample_mp4))
     first, last = (np.asarray(item["image"]) for item in messages[1]["content"][::2])
     # The background's blue is 128 everywhere; only the square is pure red.
     is_red = [(im[..., 0] > 200) & (im[..., 1] < 60) & (im[..., 2] < 60) for im in (first, last)]
@@ -296,10 +318,10 @@ def test_request_prompt_override_changes_rendered_text(
 ) -> None:
     job = make_job(sample_mp4, **override)
     spec, _ = backend.job_settings(job)
-    text = render_prompt(backend._processor, job_messages(spec, job))
+    text = render_prompt(backend._processor, messages_of(spec, job))
     assert present in text
     assert absent not in text
-    default_text = render_prompt(backend._processor, job_messages(QWEN_VIDEO_PROMPT, job))
+    default_text = render_prompt(backend._processor, messages_of(QWEN_VIDEO_PROMPT, job))
     assert absent in default_text
 
 

@@ -15,7 +15,10 @@ import abc
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from vlm_reward.video_io import Clip
 
 
 @dataclass(frozen=True)
@@ -23,9 +26,12 @@ class ScoreJob:
     """One episode to judge, already validated by the server.
 
     ``video_path`` is a readable MP4 on the server's filesystem (inline uploads are
-    written to a temp file first). ``backend_kwargs`` are the request's per-call
-    overrides (prompt text, sampling params, ...); each backend documents the keys
-    it accepts and rejects the others with ``ValueError``.
+    written to a temp file first). ``clip`` holds its frames, decoded once by the server:
+    those :meth:`RewardBackend.frame_indices` asked for, plus the first and last. A job
+    built without one (offline use, tests) is decoded by the backend itself.
+    ``backend_kwargs`` are the request's per-call overrides (prompt text, sampling params,
+    ...); each backend documents the keys it accepts and rejects the others with
+    ``ValueError``.
 
     ``cancelled`` is set when nobody waits for the answer any more (the client went away,
     the server is shutting down). A backend should check it between tokens and stop that
@@ -39,6 +45,7 @@ class ScoreJob:
     video_fps: float
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+    clip: Clip | None = field(default=None, compare=False, repr=False)
 
 
 class JobCancelledError(RuntimeError):
@@ -78,6 +85,18 @@ class RewardBackend(abc.ABC):
 
         Raising means the whole batch failed (every job gets that error).
         """
+
+    def frame_indices(self, total_frames: int, nframes: int) -> list[int]:
+        """Which frames of a ``total_frames``-long video this backend shows for ``nframes``.
+
+        The server decodes the video once and hands the backend these (``ScoreJob.clip``).
+        Default: ``min(nframes, total_frames)`` frames spread evenly, first and last
+        included. Raise ``ValueError`` if the video is too short for the model (400).
+        """
+        count = min(nframes, total_frames)
+        if count == 1:
+            return [total_frames - 1]  # the end state is what decides success
+        return [round(i * (total_frames - 1) / (count - 1)) for i in range(count)]
 
     def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int | None:
         """Most new tokens a job with these per-request ``backend_kwargs`` may generate.

@@ -2,8 +2,8 @@
 
 PRIMO-R1 is queried the way its authors evaluate it (10-OASIS-01/PRIMO-R1,
 ``src/eval/eval_interleave.py`` and ``src/primo_prompts.py``): the first frame, the
-video and the last frame, each read from the episode MP4 (the two frames with OpenCV),
-then the question; the model thinks in ``<think>`` (``<planning>``, ``<observation>``,
+video and the last frame of the episode (all from the one decode of its MP4), then the
+question; the model thinks in ``<think>`` (``<planning>``, ``<observation>``,
 ``<reasoning>``) and puts the progress, 0-100, in ``<answer>``. Hence the "primo" prompt
 preset and the ``percentage`` score mode.
 

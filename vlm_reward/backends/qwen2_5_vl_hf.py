@@ -38,7 +38,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from vlm_reward.backends.base import JobCancelledError, RewardBackend, ScoreJob, register_backend
-from vlm_reward.backends.qwen_vision import VisionInputs, job_messages, load_vision_inputs
+from vlm_reward.backends.qwen_vision import (
+    VisionInputs,
+    job_clip,
+    job_messages,
+    load_vision_inputs,
+    qwen_frame_indices,
+)
 from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]'"
@@ -267,6 +273,10 @@ class QwenHFBackend(RewardBackend):
         spec = resolve_prompt(self._prompt, job.backend_kwargs)
         return spec, generation_settings(job.backend_kwargs, self._settings)
 
+    def frame_indices(self, total_frames: int, nframes: int) -> list[int]:
+        """The frames qwen-vl-utils would read (see :func:`qwen_frame_indices`)."""
+        return qwen_frame_indices(total_frames, nframes)
+
     def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int:
         """This request's new-token budget (the checkpoint's default counts once loaded)."""
         check_backend_kwargs(backend_kwargs, per_request=True)
@@ -303,9 +313,10 @@ class QwenHFBackend(RewardBackend):
 
     def _prepare(self, slot: int, job: ScoreJob) -> _PreparedJob:
         spec, settings = self.job_settings(job)
-        messages = job_messages(spec, job)
+        clip = job_clip(job)
+        messages = job_messages(spec, job, clip)
         return _PreparedJob(
-            slot, job, render_prompt(self._processor, messages), load_vision_inputs(messages), settings
+            slot, job, render_prompt(self._processor, messages), load_vision_inputs(messages, clip), settings
         )
 
     def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:

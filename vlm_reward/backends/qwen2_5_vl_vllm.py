@@ -72,7 +72,7 @@ from typing import Any, ClassVar
 
 from vlm_reward.backends.async_base import AsyncRewardBackend
 from vlm_reward.backends.base import ScoreJob, register_backend
-from vlm_reward.backends.qwen_vision import job_messages, load_vision_inputs
+from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
@@ -242,13 +242,14 @@ def build_vllm_request(spec: PromptSpec, job: ScoreJob, processor: Any) -> dict[
     """One ``llm.generate`` prompt dict for ``job``: chat text, frames, processor kwargs.
 
     ``processor`` is anything with the Qwen2.5-VL chat template's ``apply_chat_template``
-    (the HF processor, or its tokenizer). Reads the video (and, for the
-    ``first_video_last`` layout, its first and last frame with OpenCV) from disk, with
-    the same qwen-vl-utils settings as the HF backend.
+    (the HF processor, or its tokenizer). The frames are the job's clip (decoded once by the
+    server; and, for the ``first_video_last`` layout, its first and last frame), prepared as
+    for the HF backend.
     """
-    messages = job_messages(spec, job)
+    clip = job_clip(job)
+    messages = job_messages(spec, job, clip)
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    vision = load_vision_inputs(messages)
+    vision = load_vision_inputs(messages, clip)
     mm_data: dict[str, Any] = {"video": list(zip(vision.videos, vision.video_metadata, strict=True))}
     if vision.images:
         mm_data["image"] = vision.images
@@ -312,6 +313,10 @@ class QwenVllmBackend(AsyncRewardBackend):
         """SamplingParams kwargs: the server's, with a request's ``backend_kwargs`` applied."""
         check_backend_kwargs(overrides, per_request=True)
         return {**self._sampling, **sampling_params_kwargs(overrides)}
+
+    def frame_indices(self, total_frames: int, nframes: int) -> list[int]:
+        """The frames qwen-vl-utils would read (see :func:`qwen_frame_indices`)."""
+        return qwen_frame_indices(total_frames, nframes)
 
     def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int:
         """``max_tokens`` of a request with these ``backend_kwargs``."""

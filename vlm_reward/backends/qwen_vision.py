@@ -1,27 +1,34 @@
-"""From one episode to Qwen2.5-VL chat messages and the frames qwen-vl-utils reads for them.
+"""From one episode to Qwen2.5-VL chat messages and the pixels the model sees for them.
 
 Shared by the transformers and vLLM backends so both show the model the same pixels.
-Two steps, both plain functions:
+The video is decoded once, by the server (``ScoreJob.clip``, frames chosen by
+:func:`qwen_frame_indices`), or here from ``video_path`` when a job comes without one.
+Three plain functions:
 
-1. :func:`job_messages` - the chat messages for a job under a :class:`PromptSpec`
-   (reading the first and last frame with OpenCV when the layout needs them).
-2. :func:`load_vision_inputs` - qwen-vl-utils' ``process_vision_info`` on those
-   messages, returning images, videos, the processor's video kwargs and the per-video
-   metadata.
+1. :func:`job_clip` - the job's decoded frames;
+2. :func:`job_messages` - the chat messages for a job under a :class:`PromptSpec`, with
+   the clip's first and last frame as images when the layout needs them;
+3. :func:`load_vision_inputs` - the images (through qwen-vl-utils' ``fetch_image``) and the
+   video (the clip's frames, resized here exactly as qwen-vl-utils resizes a video it read)
+   with the processor's video kwargs and the per-video metadata.
 
 Facts about qwen-vl-utils 0.0.14 this relies on (read in its ``vision_process.py``):
 
-- A video entry with ``nframes`` gets exactly ``round_to_even(nframes)`` frames at
-  uniform indices from the first to the last frame; without it, frames are sampled at
-  2 fps and the rest silently dropped. The count must lie in ``[2, frames in the file]``,
-  otherwise it raises.
+- A video entry with ``nframes`` gets ``round_by_factor(nframes, 2)`` frames at indices
+  ``linspace(0, total - 1, n).round()``; the count must lie in ``[2, total]``. Without
+  ``nframes`` it samples at 2 fps and silently drops the rest, hence the explicit count.
+- After reading, a video of ``n`` frames of ``h x w`` is resized (bicubic, antialiased) to
+  ``smart_resize(h, w, 28, min_pixels, max_pixels)`` with ``max_pixels`` the least of the
+  entry's, ``VIDEO_MAX_TOKEN_NUM`` tokens and the ``total_pixels`` budget spread over the
+  frames (but at least ``1.05 * min_pixels``), and ``min_pixels`` the entry's (default
+  ``VIDEO_MIN_TOKEN_NUM`` tokens).
 - Its pixel floors (4 tokens = 3136 px for images, 128 tokens = 100352 px per video
   frame) apply even when the entry's ``max_pixels`` is below them, and then
-  ``smart_resize`` fails an ``assert``.
-- With ``return_video_metadata=True`` each video comes back as ``(frames, metadata)``
-  and the returned video kwargs lose ``fps``; the sampled fps is recomputed here from the
-  metadata with the same formula (:func:`sampled_fps`). transformers 4.57's Qwen2.5-VL
-  processor needs that ``fps`` for the temporal M-RoPE step (it defaults to 2.0).
+  ``smart_resize`` fails an ``assert``: the floors are capped at ``max_pixels`` here.
+- The video metadata a reader returns is the file's ``fps``, ``frames_indices``,
+  ``total_num_frames`` and ``video_backend``; the sampled rate is
+  ``len(frames_indices) / total_num_frames * fps`` (:func:`sampled_fps`), which
+  transformers 4.57's processor needs as ``fps`` for the temporal M-RoPE step.
 """
 
 from __future__ import annotations
@@ -30,16 +37,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from vlm_reward.backends.base import ScoreJob
-from vlm_reward.prompts import PromptSpec, build_messages, read_first_last_frames
+from vlm_reward.prompts import PromptSpec, build_messages
+from vlm_reward.video_io import Clip, decode_clip
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]' (or 'libero-vlm-reward[vllm]' for the vLLM backends)"
 
 # Qwen2.5-VL's vision geometry: 14 px patches merged 2x2, so sizes snap to 28 px.
 IMAGE_PATCH_SIZE = 14
+# Frames go into the model in pairs (temporal patch 2).
+FRAME_FACTOR = 2
 
 
 class VisionInputs(NamedTuple):
-    """What qwen-vl-utils read for one conversation, in the order the messages show it.
+    """What the model sees of one conversation, in the order the messages show it.
 
     ``images``: PIL images already resized to multiples of 28 px. ``videos``: float
     ``(T, C, H, W)`` tensors with values in [0, 255], likewise resized. ``video_kwargs``:
@@ -54,9 +64,37 @@ class VisionInputs(NamedTuple):
     video_metadata: list[dict[str, Any]]
 
 
-def job_messages(spec: PromptSpec, job: ScoreJob) -> list[dict[str, Any]]:
+def qwen_frame_indices(total_frames: int, nframes: int) -> list[int]:
+    """The frames qwen-vl-utils would read for ``nframes`` of a ``total_frames``-long video.
+
+    The count is rounded to the even number Qwen2.5-VL takes, capped at the frames the file
+    has (a short episode may have fewer than asked for) and kept at least 2;
+    ``ValueError`` for a video of fewer than 2 frames.
+    """
+    if total_frames < FRAME_FACTOR:
+        raise ValueError(f"the video has {total_frames} frame(s); Qwen2.5-VL needs at least 2.")
+    wanted = max(FRAME_FACTOR, round(nframes / FRAME_FACTOR) * FRAME_FACTOR)
+    count = min(wanted, total_frames - total_frames % FRAME_FACTOR)
+    return [round(i * (total_frames - 1) / (count - 1)) for i in range(count)]
+
+
+def job_clip(job: ScoreJob) -> Clip:
+    """The job's decoded frames: the server's, or decoded here from ``video_path`` (once)."""
+    if job.clip is not None:
+        return job.clip
+    from vlm_reward.video_io import probe_video
+
+    probe = probe_video(job.video_path)
+    return decode_clip(job.video_path, qwen_frame_indices(probe.num_frames, job.nframes), probe)
+
+
+def job_messages(spec: PromptSpec, job: ScoreJob, clip: Clip) -> list[dict[str, Any]]:
     """The chat messages for ``job`` under ``spec`` (see :func:`vlm_reward.prompts.build_messages`)."""
-    first_last = read_first_last_frames(job.video_path) if spec.frame_layout == "first_video_last" else None
+    first_last = None
+    if spec.frame_layout == "first_video_last":
+        from PIL import Image
+
+        first_last = (Image.fromarray(clip.first), Image.fromarray(clip.last))
     return build_messages(
         spec,
         job.task_text,
@@ -79,79 +117,68 @@ def _import_qwen_vl_utils() -> Any:
     try:
         from qwen_vl_utils import vision_process
     except ImportError as exc:
-        raise ImportError(
-            f"reading videos for Qwen2.5-VL needs qwen-vl-utils and decord: {INSTALL_HINT}"
-        ) from exc
+        raise ImportError(f"reading frames for Qwen2.5-VL needs qwen-vl-utils: {INSTALL_HINT}") from exc
     return vision_process
 
 
-def fit_video_entry(entry: Mapping[str, Any], total_frames: int, vision_process: Any) -> dict[str, Any]:
-    """A copy of a video entry that qwen-vl-utils can read without dropping or failing.
-
-    ``nframes`` is capped at the frames the file has (the client sends at most that many,
-    but a short episode may have fewer), rounded to the even count qwen-vl-utils uses and
-    kept at least 2. ``min_pixels`` is lowered to ``max_pixels`` when qwen-vl-utils'
-    floor is above it: ``max_pixels`` is the caller's cap and wins over the default floor.
-    """
-    fitted = dict(entry)
-    if total_frames < 2:
-        raise ValueError(f"the video has {total_frames} frame(s); Qwen2.5-VL needs at least 2.")
-    if "nframes" in fitted:
-        wanted = vision_process.round_by_factor(fitted["nframes"], vision_process.FRAME_FACTOR)
-        fitted["nframes"] = max(2, min(wanted, total_frames - total_frames % 2))
+def _pixel_floor(vision_process: Any, tokens: int, max_pixels: int | None) -> int:
     factor = IMAGE_PATCH_SIZE * vision_process.SPATIAL_MERGE_SIZE
-    floor = vision_process.VIDEO_MIN_TOKEN_NUM * factor * factor
-    _cap_min_pixels(fitted, floor)
-    return fitted
+    floor = tokens * factor * factor
+    return floor if max_pixels is None else min(floor, max_pixels)
 
 
-def _cap_min_pixels(entry: dict[str, Any], floor: int) -> None:
-    if "max_pixels" in entry and "min_pixels" not in entry:
-        entry["min_pixels"] = min(floor, entry["max_pixels"])
+def video_input(clip: Clip, entry: Mapping[str, Any], vision_process: Any) -> tuple[Any, dict[str, Any]]:
+    """The clip as qwen-vl-utils would hand a video it read itself: resized frames and metadata."""
+    import torch
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms import functional as tf
 
-
-def _fit_messages(messages: Sequence[Mapping[str, Any]], vision_process: Any) -> list[dict[str, Any]]:
-    """``messages`` with every vision entry made safe for qwen-vl-utils (inputs untouched)."""
-    from vlm_reward.video_io import count_frames
-
+    video = torch.from_numpy(clip.frames).permute(0, 3, 1, 2)
+    count, _, height, width = video.shape
     factor = IMAGE_PATCH_SIZE * vision_process.SPATIAL_MERGE_SIZE
-    image_floor = vision_process.IMAGE_MIN_TOKEN_NUM * factor * factor
-    fitted = []
-    for message in messages:
-        content = message.get("content")
-        if isinstance(content, list):
-            items = []
-            for item in content:
-                if isinstance(item.get("video"), str):
-                    item = fit_video_entry(item, count_frames(item["video"]), vision_process)
-                elif "image" in item or "image_url" in item:
-                    item = dict(item)
-                    _cap_min_pixels(item, image_floor)
-                items.append(item)
-            message = {**message, "content": items}
-        fitted.append(dict(message))
-    return fitted
+    floor = _pixel_floor(vision_process, vision_process.VIDEO_MIN_TOKEN_NUM, entry.get("max_pixels"))
+    min_pixels = entry.get("min_pixels", floor)
+    total_pixels = entry.get("total_pixels", vision_process.MODEL_SEQ_LEN * factor * factor * 0.9)
+    per_frame = min(vision_process.VIDEO_MAX_TOKEN_NUM * factor * factor, total_pixels / count * FRAME_FACTOR)
+    ceiling = max(per_frame, int(min_pixels * 1.05))
+    max_pixels = min(entry.get("max_pixels", ceiling), ceiling)
+    size = vision_process.smart_resize(
+        height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels
+    )
+    video = tf.resize(video, list(size), interpolation=InterpolationMode.BICUBIC, antialias=True).float()
+    metadata = {
+        "fps": clip.fps,
+        "frames_indices": list(clip.indices),
+        "total_num_frames": clip.total_frames,
+        "video_backend": "pyav",
+    }
+    return video, metadata
 
 
-def load_vision_inputs(messages: Sequence[Mapping[str, Any]]) -> VisionInputs:
-    """Read the images and videos of one conversation with qwen-vl-utils.
+def load_vision_inputs(messages: Sequence[Mapping[str, Any]], clip: Clip) -> VisionInputs:
+    """The images and the video of one conversation, in message order.
 
-    Each video entry should carry ``nframes`` and ``max_pixels`` (as
-    :func:`vlm_reward.prompts.build_messages` writes them); see :func:`fit_video_entry`
-    for how they are made valid for the file. Raises ``ImportError`` with the install
-    command if qwen-vl-utils is missing and ``ValueError`` for an unreadable video.
+    Images go through qwen-vl-utils' ``fetch_image`` (with its pixel floor capped at the
+    entry's ``max_pixels``); the one video is ``clip``, resized like qwen-vl-utils would.
+    ``ImportError`` with the install command if qwen-vl-utils is missing.
     """
     vision_process = _import_qwen_vl_utils()
-    fitted = _fit_messages(messages, vision_process)
-    images, videos, _ = vision_process.process_vision_info(
-        fitted,
-        return_video_kwargs=True,
-        return_video_metadata=True,
-        image_patch_size=IMAGE_PATCH_SIZE,
-    )
-    frames = [video for video, _ in videos or []]
-    metadata = [meta for _, meta in videos or []]
+    images, videos, metadata = [], [], []
+    for message in messages:
+        content = message.get("content")
+        for item in content if isinstance(content, list) else ():
+            if item.get("type") == "video" or "video" in item:
+                video, meta = video_input(clip, item, vision_process)
+                videos.append(video)
+                metadata.append(meta)
+            elif item.get("type") == "image" or "image" in item:
+                entry = dict(item)
+                floor = _pixel_floor(
+                    vision_process, vision_process.IMAGE_MIN_TOKEN_NUM, item.get("max_pixels")
+                )
+                entry.setdefault("min_pixels", floor)
+                images.append(vision_process.fetch_image(entry, image_patch_size=IMAGE_PATCH_SIZE))
     video_kwargs: dict[str, Any] = {"do_sample_frames": False}
     if metadata:
         video_kwargs["fps"] = [sampled_fps(meta) for meta in metadata]
-    return VisionInputs(list(images or []), frames, video_kwargs, metadata)
+    return VisionInputs(images, videos, video_kwargs, metadata)
