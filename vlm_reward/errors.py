@@ -27,6 +27,8 @@ status  type                    when
 500     internal_error          a bug in the server (details only in the server log)
 502     parse_error             the model answered, but no score can be read from the answer;
                                 502 because the upstream model, not the client, was wrong
+502     no_answer_mass          score_mode probability: neither "yes" nor "no" has probability
+                                mass among the log-probabilities the engine returned
 503     backend_not_loaded      backend registered, but this server was not started with it
 503     backend_loading         the backend is still loading (``/health`` turns 200 when done)
 503     backend_load_failed     the backend failed to load; the message has the reason
@@ -48,6 +50,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vlm_reward.probability import NoAnswerMassError
 from vlm_reward.protocol import ERROR_STATUS
 
 # Long messages (a model answer, a backend error) are cut so a runaway answer cannot turn
@@ -183,6 +186,8 @@ def _validation_message(errors: list[Any]) -> str:
 def _backend_error(exc: BackendError) -> tuple[int, dict[str, Any]]:
     cause = exc.cause
     detail = scrub(str(cause)) or type(cause).__name__
+    if isinstance(cause, NoAnswerMassError):  # the model's answer, like parse_error
+        return _typed("no_answer_mass", f"backend {exc.backend!r} answered but {detail}")
     if isinstance(cause, ValueError | TypeError):
         return _typed("invalid_request", f"backend {exc.backend!r} rejected the request: {detail}")
     return _typed(

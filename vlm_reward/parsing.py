@@ -54,7 +54,7 @@ import numbers
 import re
 from dataclasses import dataclass
 
-from vlm_reward.protocol import SCORE_MODES
+from vlm_reward.protocol import TEXT_SCORE_MODES
 
 # Longest slice of the offending text quoted in an error message.
 _QUOTE_LIMIT = 80
@@ -111,8 +111,8 @@ def _quote(text: str) -> str:
 
 
 def _check_mode(mode: object) -> None:
-    if not isinstance(mode, str) or mode not in SCORE_MODES:
-        raise ValueError(f"score mode must be one of {', '.join(SCORE_MODES)}, got {mode!r}.")
+    if not isinstance(mode, str) or mode not in TEXT_SCORE_MODES:
+        raise ValueError(f"score mode must be one of {', '.join(TEXT_SCORE_MODES)}, got {mode!r}.")
 
 
 def _split_think(text: str) -> tuple[str | None, str]:

@@ -102,7 +102,38 @@ PRIMO_PROMPT = PromptSpec(
     frame_layout="first_video_last",
 )
 
-PRESETS: dict[str, PromptSpec] = {"qwen": QWEN_VIDEO_PROMPT, "primo": PRIMO_PROMPT}
+# score_mode "probability" reads P(yes) at the first answer position, so the question must
+# be answerable with the one word, and say so (as TOPReward asks for "True"/"False").
+YES_NO_PROMPT = PromptSpec(
+    system_prompt="You are a careful judge of robot manipulation videos.",
+    question_template=(
+        'The video shows a robot arm attempting the task: "{task}".\n'
+        "Watch the whole video. Did the robot complete the task by the end of the video? "
+        "Answer with one word: yes or no."
+    ),
+    frame_layout="video",
+)
+
+PRESETS: dict[str, PromptSpec] = {"qwen": QWEN_VIDEO_PROMPT, "primo": PRIMO_PROMPT, "yes_no": YES_NO_PROMPT}
+# The preset a backend starts from in score_mode "probability", whatever its text preset.
+PROBABILITY_PRESET = "yes_no"
+
+
+class ServerPrompts:
+    """A backend's starting prompts: its text preset, and the yes/no preset for probability mode.
+
+    Both get the server-wide overrides of ``--backend-kwargs``; a request's overrides apply
+    on top (:meth:`for_job`), so a request's ``prompt`` preset replaces the server's spec.
+    """
+
+    def __init__(self, text_preset: str, server_kwargs: dict[str, Any]) -> None:
+        self.text = resolve_prompt(PRESETS[text_preset], server_kwargs)
+        self.probability = resolve_prompt(PRESETS[PROBABILITY_PRESET], server_kwargs)
+
+    def for_job(self, score_mode: str, overrides: dict[str, Any]) -> PromptSpec:
+        """The prompt of one job in ``score_mode`` with its ``backend_kwargs`` applied."""
+        base = self.probability if score_mode == "probability" else self.text
+        return resolve_prompt(base, overrides)
 
 
 def resolve_prompt(default: PromptSpec, overrides: dict[str, Any]) -> PromptSpec:

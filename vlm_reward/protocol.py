@@ -23,9 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ScoreMode = Literal["auto", "percentage", "unit"]
-# How a backend's answer becomes a score; see vlm_reward.parsing for each mode's rules.
+ScoreMode = Literal["auto", "percentage", "unit", "probability"]
+# How a backend's answer becomes a score: the text modes read a number or a verdict word out
+# of the answer (vlm_reward.parsing); "probability" never reads text, the score is
+# P(yes) / (P(yes) + P(no)) at the first answer position (vlm_reward.probability).
 SCORE_MODES: tuple[str, ...] = typing.get_args(ScoreMode)
+TEXT_SCORE_MODES: tuple[str, ...] = tuple(mode for mode in SCORE_MODES if mode != "probability")
 
 # The request defaults, which are also the env's reward_model defaults: 16 frames of at most
 # 256 Qwen2.5-VL patches (256 * 28 * 28 pixels) each, at the 4 fps the client encodes.
@@ -55,6 +58,7 @@ ERROR_STATUS: dict[str, int] = {
     "inference_error": 500,
     "internal_error": 500,
     "parse_error": 502,
+    "no_answer_mass": 502,
     "backend_not_loaded": 503,
     "backend_loading": 503,
     "backend_load_failed": 503,
@@ -111,6 +115,9 @@ class ScoreResponse(BaseModel):
     raw_value: float | None = Field(description="The number in the answer before normalisation.")
     answer: str | None = Field(description="Text of the model's <answer> (or the whole answer).")
     think: str | None = Field(description="Text of the model's <think> block, if any.")
+    probability: float | None = Field(
+        default=None, ge=0.0, le=1.0, description="P(yes) / (P(yes) + P(no)) in score_mode probability."
+    )
     backend: str = Field(description="Canonical backend name (aliases resolved).")
     model: str = Field(description="Model name (directory name of a local checkpoint).")
     latency_s: float = Field(description="Server-side time for the whole request.")

@@ -25,7 +25,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from vlm_reward.backends import ScoreJob, available_backends, backend_aliases, canonical_name, resolve_backend
+from vlm_reward.backends import (
+    ProbabilityAnswer,
+    ScoreJob,
+    available_backends,
+    backend_aliases,
+    canonical_name,
+    resolve_backend,
+)
 from vlm_reward.batching import BatcherClosedError, JobRunner
 from vlm_reward.errors import (
     AnswerParseError,
@@ -34,6 +41,7 @@ from vlm_reward.errors import (
     BackendLoadingError,
     BackendNotLoadedError,
     ClientDisconnectedError,
+    InvalidRequestError,
     LimitExceededError,
     ServerShuttingDownError,
     UnknownBackendError,
@@ -132,6 +140,16 @@ class BackendSlot:
         raise BackendLoadingError(
             f"backend {self.name!r} is still loading; retry when GET /health returns 200."
         )
+
+    def score_mode(self, requested: str | None) -> str:
+        """The request's score mode (default: the backend's); 400 if this backend cannot serve it."""
+        mode = requested or self.backend.default_score_mode
+        if mode not in self.backend.score_modes:
+            raise InvalidRequestError(
+                f"backend {self.name!r} cannot score with score_mode {mode!r}; "
+                f"its modes: {', '.join(self.backend.score_modes)}."
+            )
+        return mode
 
     def check_budget(self, backend_kwargs: Mapping[str, Any], limits: RequestLimits) -> None:
         """422 if a request's generation budget is above ``--max-new-tokens``; 400 for bad kwargs."""
@@ -233,14 +251,10 @@ class RewardService:
             request_state.backend = slot.name
         runner = slot.require_ready()
         slot.check_budget(req.backend_kwargs, self.limits)
-        text = await self._generate(slot, runner, req, client_gone)
-        mode = req.score_mode or slot.backend.default_score_mode
-        parsed = _parse_answer(text, mode, slot.name)
+        mode = slot.score_mode(req.score_mode)
+        answer = await self._generate(slot, runner, req, mode, client_gone)
         return ScoreResponse(
-            score=parsed.score,
-            raw_value=parsed.raw_value,
-            answer=parsed.answer,
-            think=parsed.think,
+            **_read_answer(answer, mode, slot.name),
             backend=slot.name,
             model=slot.model,
             latency_s=round(time.perf_counter() - start, 6),
@@ -251,8 +265,9 @@ class RewardService:
         slot: BackendSlot,
         runner: JobRunner[ScoreJob, str],
         req: ScoreRequest,
+        mode: str,
         client_gone: asyncio.Future[Any] | None,
-    ) -> str:
+    ) -> str | ProbabilityAnswer:
         try:
             # Reserve before the video is validated: the runner then knows a job is coming.
             with runner.reserve() as reservation:
@@ -264,7 +279,7 @@ class RewardService:
                     lambda total: slot.backend.frame_indices(total, req.nframes),
                 )
                 try:
-                    future = reservation.submit(_job(req, video))
+                    future = reservation.submit(_job(req, video, mode))
                 except BaseException:
                     video.cleanup()
                     raise
@@ -282,8 +297,12 @@ class RewardService:
             raise BackendError(slot.name, exc) from exc
         finally:
             video.cleanup()
-        if not isinstance(text, str):
-            raise BackendError(slot.name, RuntimeError(f"generate returned {type(text).__name__}, not str"))
+        expected = ProbabilityAnswer if mode == "probability" else str
+        if not isinstance(text, expected):
+            problem = (
+                f"generate returned {type(text).__name__} for score_mode {mode!r}, not {expected.__name__}"
+            )
+            raise BackendError(slot.name, RuntimeError(problem))
         return text
 
     def health(self) -> tuple[int, dict[str, Any]]:
@@ -313,11 +332,12 @@ class RewardService:
         )
 
 
-def _job(req: ScoreRequest, video: LocalVideo) -> ScoreJob:
+def _job(req: ScoreRequest, video: LocalVideo, mode: str) -> ScoreJob:
     return ScoreJob(
         task_text=req.task_text,
         video_path=video.path,
         clip=video.clip,
+        score_mode=mode,
         nframes=req.nframes,
         max_pixels=req.max_pixels,
         video_fps=req.video_fps,
@@ -352,6 +372,20 @@ def _abandon(runner: JobRunner[ScoreJob, str], future: Future[str], answer: asyn
     # logged as an exception nobody retrieved.
     answer.cancel()
     runner.abandon(future)
+
+
+def _read_answer(answer: str | ProbabilityAnswer, mode: str, backend: str) -> dict[str, Any]:
+    """The response's judgement fields: from a probability as is, from text by parsing it."""
+    if isinstance(answer, ProbabilityAnswer):
+        p = answer.probability
+        return {"score": p, "raw_value": p, "answer": answer.answer, "think": None, "probability": p}
+    parsed = _parse_answer(answer, mode, backend)
+    return {
+        "score": parsed.score,
+        "raw_value": parsed.raw_value,
+        "answer": parsed.answer,
+        "think": parsed.think,
+    }
 
 
 def _parse_answer(text: str, mode: str, backend: str) -> ParsedScore:

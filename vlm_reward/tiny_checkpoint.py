@@ -49,7 +49,15 @@ SPECIAL_TOKENS = (
 # A few byte-level merges so the tokenizer really is BPE (multi-byte tokens exist and
 # decoding has to join them), while the vocabulary stays tiny. "Ġ" is the byte-level
 # symbol for a space.
-MERGES = (("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("e", "r"), ("a", "n"), ("Ġ", "a"))
+_WORD_MERGES = (("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("i", "n"), ("e", "r"), ("a", "n"), ("Ġ", "a"))
+# "yes" and "no" in each case, bare and after a space, are single tokens as in Qwen's real
+# vocabulary: score_mode "probability" reads them at the first answer position.
+_ANSWER_MERGES = (
+    *(("y", "e"), ("ye", "s"), ("Y", "e"), ("Ye", "s"), ("Y", "E"), ("YE", "S")),
+    *(("n", "o"), ("N", "o"), ("N", "O")),
+    *(("Ġ", word) for word in ("yes", "Yes", "YES", "no", "No", "NO")),
+)
+MERGES = (*_WORD_MERGES, *_ANSWER_MERGES)
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 

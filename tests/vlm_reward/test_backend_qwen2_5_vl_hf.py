@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from vlm_reward.backends import JobCancelledError, ScoreJob, resolve_backend
+from vlm_reward.backends import JobCancelledError, ProbabilityAnswer, ScoreJob, resolve_backend
 from vlm_reward.backends.qwen2_5_vl_hf import (
     INSTALL_HINT,
     GenerationSettings,
@@ -33,8 +33,15 @@ MAX_PIXELS = 112 * 112
 
 
 def make_job(video: str, nframes: int = 8, **backend_kwargs: Any) -> ScoreJob:
+    """A job that generates text ("auto" mode); :func:`probability_job` reads P(yes) instead."""
     return ScoreJob(
-        TASK, video, nframes=nframes, max_pixels=MAX_PIXELS, video_fps=4.0, backend_kwargs=backend_kwargs
+        TASK,
+        video,
+        nframes=nframes,
+        max_pixels=MAX_PIXELS,
+        video_fps=4.0,
+        backend_kwargs=backend_kwargs,
+        score_mode="auto",
     )
 
 
@@ -439,3 +446,70 @@ def test_a_cancel_from_another_thread_ends_a_runaway_generation(
     [output] = backend.generate([job])
     assert isinstance(output, JobCancelledError)
     assert time.monotonic() - start < 30
+
+
+# --- score_mode probability ----------------------------------------------------------------
+
+# What the seeded tiny model says of the fixture clip (an unsure judge: close to one half).
+PINNED_P_YES = 0.46282
+YES_SPELLINGS = ("yes", "Yes", "YES", "Ġyes", "ĠYes", "ĠYES")  # "Ġ" is the byte-level space
+NO_SPELLINGS = ("no", "No", "NO", "Ġno", "ĠNo", "ĠNO")
+
+
+def by_hand(backend: QwenHFBackend, job: ScoreJob) -> float:
+    """P(yes) / (P(yes) + P(no)) from one forward pass and a softmax over the whole vocabulary."""
+    import torch
+
+    spec, _ = backend.job_settings(job)
+    with torch.inference_mode():
+        logits = backend._model(**model_inputs(backend, spec, job)).logits[0, -1].double()
+    probs = logits.softmax(-1)
+    ids = backend._processor.tokenizer.convert_tokens_to_ids
+    p_yes = sum(float(probs[ids(t)]) for t in YES_SPELLINGS)
+    p_no = sum(float(probs[ids(t)]) for t in NO_SPELLINGS)
+    return p_yes / (p_yes + p_no)
+
+
+def probability_job(video: str, **backend_kwargs: Any) -> ScoreJob:
+    return replace(make_job(video, **backend_kwargs), score_mode="probability")
+
+
+def test_probability_mode_is_the_default_and_asks_a_yes_no_question(
+    backend: QwenHFBackend, sample_mp4: str
+) -> None:
+    assert QwenHFBackend.default_score_mode == "probability"
+    default_mode = replace(make_job(sample_mp4), score_mode=None)
+    [answer] = backend.generate([default_mode])
+    assert isinstance(answer, ProbabilityAnswer)
+    spec, _ = backend.job_settings(default_mode)
+    assert "Answer with one word: yes or no." in render_prompt(
+        backend._processor, messages_of(spec, default_mode)
+    )
+    text_spec, _ = backend.job_settings(make_job(sample_mp4))
+    assert text_spec == QWEN_VIDEO_PROMPT  # the text modes keep the number-in-<answer> prompt
+
+
+def test_probability_matches_a_hand_computation_from_the_tiny_model_s_logits(
+    backend: QwenHFBackend, sample_mp4: str
+) -> None:
+    job = probability_job(sample_mp4)
+    [answer] = backend.generate([job])
+    assert isinstance(answer, ProbabilityAnswer)
+    assert answer.probability == pytest.approx(by_hand(backend, job), rel=1e-6)
+    assert answer.answer == ("yes" if answer.probability >= 0.5 else "no")
+    # The seeded random model is unsure, and says so: pinned.
+    assert answer.probability == pytest.approx(PINNED_P_YES, abs=1e-4)
+
+
+def test_probability_and_text_jobs_share_a_batch_each_answered_in_its_own_mode(
+    backend: QwenHFBackend, sample_mp4: str
+) -> None:
+    jobs = [
+        probability_job(sample_mp4),
+        replace(make_job(sample_mp4), score_mode="auto"),
+        probability_job(sample_mp4, nframes=4),
+    ]
+    first, text, third = backend.generate(jobs)
+    assert isinstance(text, str) and text == backend.generate([jobs[1]])[0]
+    assert first.probability == pytest.approx(backend.generate([jobs[0]])[0].probability, abs=1e-5)
+    assert third.probability == pytest.approx(by_hand(backend, jobs[2]), rel=1e-5)

@@ -10,6 +10,7 @@ records what ``load``/``generate`` pass it.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from vlm_reward.backends import ScoreJob, backend_aliases, canonical_name, resolve_backend
+from vlm_reward.backends import ProbabilityAnswer, ScoreJob, backend_aliases, canonical_name, resolve_backend
 from vlm_reward.backends.primo_r1_vllm import PrimoR1VllmBackend
 from vlm_reward.backends.qwen2_5_vl_vllm import (
     ENGINE_DEFAULTS,
@@ -34,6 +35,7 @@ from vlm_reward.backends.qwen2_5_vl_vllm import (
     engine_kwargs,
     sampling_params_kwargs,
 )
+from vlm_reward.probability import AnswerTokens
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,8 +46,15 @@ BACKEND_IDS = ["qwen", "primo"]
 
 
 def make_job(video: str, **backend_kwargs: Any) -> ScoreJob:
+    """A job that generates text ("auto" mode); probability jobs set ``score_mode`` themselves."""
     return ScoreJob(
-        TASK, video, nframes=NFRAMES, max_pixels=200704, video_fps=4.0, backend_kwargs=backend_kwargs
+        TASK,
+        video,
+        nframes=NFRAMES,
+        max_pixels=200704,
+        video_fps=4.0,
+        backend_kwargs=backend_kwargs,
+        score_mode="auto",
     )
 
 
@@ -69,8 +78,9 @@ def test_names_resolve_to_the_backend(name: str, cls: type) -> None:
 def test_primo_differs_from_qwen_only_in_data() -> None:
     assert issubclass(PrimoR1VllmBackend, QwenVllmBackend)
     assert backend_aliases()["PRIMO-R1"] == ["primo_r1_vllm"]
+    # Qwen judges by probability by default; PRIMO-R1 keeps its reasoning and its 0-100 answer.
     assert (QwenVllmBackend.default_score_mode, PrimoR1VllmBackend.default_score_mode) == (
-        "auto",
+        "probability",
         "percentage",
     )
     # No behaviour of its own: every method comes from the Qwen backend.
@@ -381,6 +391,7 @@ class FakeAsyncLLM:
 
     instances: ClassVar[list[FakeAsyncLLM]] = []
     fail_with: ClassVar[Exception | None] = None
+    yes_ids: ClassVar[frozenset[int]] = frozenset()
 
     def __init__(self, args: FakeEngineArgs) -> None:
         self.kwargs = args.kwargs
@@ -405,9 +416,15 @@ class FakeAsyncLLM:
         except asyncio.CancelledError:
             self.aborted.append(task)
             raise
-        # The fields of vLLM's RequestOutput / CompletionOutput that the backend reads.
+        # The fields of vLLM's RequestOutput / CompletionOutput that the backend reads; asked for
+        # answer-token log-probabilities, it gives every "yes" spelling -1 and every other -2.
+        ids = params.kwargs.get("logprob_token_ids")
+        logprobs = None
+        if ids is not None:
+            yes = FakeAsyncLLM.yes_ids
+            logprobs = [{i: types.SimpleNamespace(logprob=-1.0 if i in yes else -2.0) for i in ids}]
         completion = types.SimpleNamespace(
-            text=f"<answer>{task}</answer>", token_ids=[0], finish_reason="stop"
+            text=f"<answer>{task}</answer>", token_ids=[0], finish_reason="stop", logprobs=logprobs
         )
         yield types.SimpleNamespace(prompt_token_ids=list(request["prompt"].encode()), outputs=[completion])
 
@@ -518,3 +535,24 @@ def _wait(condition: Any, timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.01)
+
+
+def test_a_probability_job_asks_the_engine_for_the_answer_tokens_logprobs(
+    loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str, processor: Any
+) -> None:
+    tokens = AnswerTokens.from_tokenizer(processor.tokenizer)
+    fake_vllm.yes_ids = tokens.yes
+    job = replace(make_job(sample_mp4, temperature=0.7), score_mode="probability")
+    [answer] = loaded.generate([job])
+    [(request, params)] = fake_vllm.instances[0].requests
+    # One greedy step and the raw log-probabilities of exactly the twelve spellings.
+    assert params.kwargs == {
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "logprob_token_ids": sorted(tokens.yes | tokens.no),
+        "output_kind": "final-only",
+    }
+    assert len(tokens.yes) == len(tokens.no) == 6
+    assert "Answer with one word: yes or no." in request["prompt"]
+    # Six spellings at -1 against six at -2: P(yes) = 1 / (1 + e^-1).
+    assert answer == ProbabilityAnswer(pytest.approx(1 / (1 + math.exp(-1))), "yes")

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vlm_reward.parsing import (
-    SCORE_MODES,
     ParsedScore,
     ScoreParseError,
     extract_answer,
@@ -23,6 +22,7 @@ from vlm_reward.parsing import (
     normalize_number,
     parse_score,
 )
+from vlm_reward.protocol import TEXT_SCORE_MODES
 
 PRIMO_OUTPUT = (
     "<think><planning>The task is to put the bowl on the plate. I check the gripper, the bowl "
@@ -397,7 +397,7 @@ TOKENS = st.sampled_from(
 )  # fmt: skip
 STRUCTURED_TEXT = st.lists(st.one_of(TOKENS, st.text(max_size=4)), max_size=12).map("".join)
 ANY_TEXT = st.one_of(st.text(), STRUCTURED_TEXT)
-MODES = st.sampled_from(SCORE_MODES)
+MODES = st.sampled_from(TEXT_SCORE_MODES)
 
 
 def _assert_valid(score: float, raw: float) -> None:

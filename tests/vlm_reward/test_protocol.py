@@ -17,8 +17,12 @@ from vlm_reward.protocol import (
 
 
 @pytest.mark.parametrize("mode", SCORE_MODES)
-def test_every_score_mode_is_one_the_parser_reads(mode: str) -> None:
-    assert 0.0 <= parse_score("<answer>1</answer>", mode).score <= 1.0
+def test_every_text_score_mode_is_one_the_parser_reads_and_probability_is_not(mode: str) -> None:
+    if mode == "probability":  # read from the model's distribution, never from text
+        with pytest.raises(ValueError, match="score mode must be one of auto, percentage, unit"):
+            parse_score("<answer>1</answer>", mode)
+    else:
+        assert 0.0 <= parse_score("<answer>1</answer>", mode).score <= 1.0
 
 
 def test_the_error_table_lists_exactly_the_types_the_server_answers_with() -> None:
@@ -26,6 +30,7 @@ def test_the_error_table_lists_exactly_the_types_the_server_answers_with() -> No
     from starlette.exceptions import HTTPException
 
     from vlm_reward.errors import BackendError, RewardServerError, error_response
+    from vlm_reward.probability import NoAnswerMassError
 
     def subclasses(cls: type) -> list[type]:
         return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]
@@ -36,6 +41,7 @@ def test_the_error_table_lists_exactly_the_types_the_server_answers_with() -> No
         for exc in (
             BackendError("b", ValueError("x")),
             BackendError("b", RuntimeError("x")),
+            BackendError("b", NoAnswerMassError("x")),
             RequestValidationError([]),
             HTTPException(404),
             HTTPException(405),

@@ -149,7 +149,20 @@ BAD_REQUESTS = [
     _bad("negative-fps", _plus(video_fps=-4), 422, V422, "video_fps: Input should be greater than 0"),
     _bad("backend-kwargs-not-object", _plus(backend_kwargs=[1]), 422, V422, "backend_kwargs"),
     _bad("misspelled-field", _plus(nframe=8), 422, V422, "nframe: Extra inputs are not permitted"),
-    _bad("bad-score-mode", _plus(score_mode="decimal"), 422, V422, "'auto', 'percentage' or 'unit'"),
+    _bad(
+        "bad-score-mode",
+        _plus(score_mode="decimal"),
+        422,
+        V422,
+        "'auto', 'percentage', 'unit' or 'probability'",
+    ),
+    _bad(
+        "mode-the-backend-cannot-serve",
+        _plus(score_mode="probability"),
+        400,
+        "invalid_request",
+        "backend 'fixed_score' cannot score with score_mode 'probability'; its modes: auto, percentage, unit",
+    ),
     _bad("unknown-backend", _plus(backend="gpt-judge"), 404, "unknown_backend", "valid names: "),
     _bad("not-loaded", _plus(backend="qwen2_5_vl_hf"), 503, "backend_not_loaded", "--backend qwen2_5_vl_hf"),
     _bad("invalid-base64", _inline("@@not base64@@"), 400, "invalid_request", "not valid base64"),
@@ -239,8 +252,18 @@ def test_good_request_is_scored(
     response = _post(server, build(ctx))
     assert response.status_code == 200, response.text
     body = response.json()
-    assert set(body) == {"score", "raw_value", "answer", "think", "backend", "model", "latency_s"}
+    assert set(body) == {
+        "score",
+        "raw_value",
+        "answer",
+        "think",
+        "probability",
+        "backend",
+        "model",
+        "latency_s",
+    }
     assert body["score"] == pytest.approx(score)
+    assert body["probability"] is None  # a text answer
     # Canonical name even for an alias; the model's directory name, not its host path.
     assert (body["backend"], body["model"]) == ("fixed_score", "fake-model")
     assert 0 < body["latency_s"] < 30

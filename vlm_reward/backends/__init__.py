@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from vlm_reward.backends.base import (
     JobCancelledError,
+    ProbabilityAnswer,
     RewardBackend,
     ScoreJob,
     available_backends,
@@ -26,6 +27,7 @@ from vlm_reward.backends import primo_r1_vllm, qwen2_5_vl_hf, qwen2_5_vl_vllm  #
 
 __all__ = [
     "JobCancelledError",
+    "ProbabilityAnswer",
     "RewardBackend",
     "ScoreJob",
     "available_backends",

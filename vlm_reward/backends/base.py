@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vlm_reward.protocol import TEXT_SCORE_MODES
+
 if TYPE_CHECKING:
     from vlm_reward.video_io import Clip
 
@@ -46,10 +48,23 @@ class ScoreJob:
     backend_kwargs: dict[str, Any] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
     clip: Clip | None = field(default=None, compare=False, repr=False)
+    score_mode: str | None = None  # how the answer is read; None: the backend's default
 
 
 class JobCancelledError(RuntimeError):
     """What a backend answers for a job it stopped because ``job.cancelled`` was set."""
+
+
+@dataclass(frozen=True)
+class ProbabilityAnswer:
+    """An answer read from the model's distribution (``score_mode`` "probability"), not its text.
+
+    ``probability`` is P(yes) / (P(yes) + P(no)) at the first answer position
+    (:func:`vlm_reward.probability.yes_probability`); ``answer`` is the likelier word.
+    """
+
+    probability: float
+    answer: str
 
 
 class RewardBackend(abc.ABC):
@@ -59,8 +74,10 @@ class RewardBackend(abc.ABC):
     ``backend_kwargs`` (cheap, validates arguments), then calls :meth:`load` once (slow,
     heavy imports, weights), then :meth:`generate` from one worker thread at a time.
 
-    ``default_score_mode`` tells the parser how to read this backend's answers
-    ("auto", "percentage" or "unit") when the request does not say.
+    ``default_score_mode`` is how this backend's answers are read when the request does not
+    say; ``score_modes`` are the modes it can serve. A text mode ("auto", "percentage",
+    "unit") means :meth:`generate` answers text the server parses; "probability" means it
+    answers a :class:`ProbabilityAnswer` for jobs in that mode.
 
     Cost: a backend that generates tokens reports each job's budget through
     :meth:`token_budget` and honours ``ScoreJob.cancelled``, so the server can bound and
@@ -70,6 +87,7 @@ class RewardBackend(abc.ABC):
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
     default_score_mode: ClassVar[str] = "auto"
+    score_modes: ClassVar[tuple[str, ...]] = TEXT_SCORE_MODES
 
     def __init__(self, model: str, **backend_kwargs: Any) -> None:
         self.model = model
@@ -80,7 +98,7 @@ class RewardBackend(abc.ABC):
         """Load weights and heavy libraries; raise ``ImportError`` with the install command if missing."""
 
     @abc.abstractmethod
-    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
+    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | ProbabilityAnswer | Exception]:
         """Return one raw answer per job, in order; a job that failed gets its exception instead.
 
         Raising means the whole batch failed (every job gets that error).

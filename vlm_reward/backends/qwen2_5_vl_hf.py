@@ -37,7 +37,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from vlm_reward.backends.base import JobCancelledError, RewardBackend, ScoreJob, register_backend
+from vlm_reward.backends.base import (
+    JobCancelledError,
+    ProbabilityAnswer,
+    RewardBackend,
+    ScoreJob,
+    register_backend,
+)
+from vlm_reward.backends.judging import answer_tokens_or_error, probability_answer, require_answer_tokens
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
     job_clip,
@@ -45,7 +52,9 @@ from vlm_reward.backends.qwen_vision import (
     load_vision_inputs,
     qwen_frame_indices,
 )
-from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
+from vlm_reward.probability import AnswerTokens
+from vlm_reward.prompts import PROMPT_OVERRIDE_KEYS, PromptSpec, ServerPrompts
+from vlm_reward.protocol import TEXT_SCORE_MODES
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]'"
 
@@ -232,20 +241,23 @@ class _PreparedJob:
 
 @register_backend
 class QwenHFBackend(RewardBackend):
-    """Qwen2.5-VL with transformers; ``default_preset`` picks the prompt preset."""
+    """Qwen2.5-VL with transformers; ``default_preset`` picks the prompt preset of the text modes."""
 
     name = "qwen2_5_vl_hf"
     default_preset: ClassVar[str] = "qwen"
+    default_score_mode = "probability"
+    score_modes = (*TEXT_SCORE_MODES, "probability")
 
     def __init__(self, model: str, **backend_kwargs: Any) -> None:
         super().__init__(model, **backend_kwargs)
         check_backend_kwargs(backend_kwargs, per_request=False)
         self.device, self.dtype = check_load_settings(backend_kwargs)
-        self._prompt = resolve_prompt(PRESETS[self.default_preset], backend_kwargs)
+        self._prompts = ServerPrompts(self.default_preset, backend_kwargs)
         self._settings = generation_settings(backend_kwargs, GenerationSettings())
         self._model: Any = None
         self._processor: Any = None
         self._checkpoint_budget: int | None = None
+        self._answer_tokens: AnswerTokens | ValueError | None = None
 
     def load(self) -> None:
         """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install."""
@@ -266,11 +278,12 @@ class QwenHFBackend(RewardBackend):
         self._model = model.to(self.device).eval()
         self._processor = processor
         self._checkpoint_budget = model.generation_config.max_new_tokens
+        self._answer_tokens = answer_tokens_or_error(processor.tokenizer)
 
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, GenerationSettings]:
         """The prompt and decoding settings for ``job``: the server's, with its overrides applied."""
         check_backend_kwargs(job.backend_kwargs, per_request=True)
-        spec = resolve_prompt(self._prompt, job.backend_kwargs)
+        spec = self._prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
         return spec, generation_settings(job.backend_kwargs, self._settings)
 
     def frame_indices(self, total_frames: int, nframes: int) -> list[int]:
@@ -282,16 +295,17 @@ class QwenHFBackend(RewardBackend):
         check_backend_kwargs(backend_kwargs, per_request=True)
         return generation_settings(backend_kwargs, self._settings).budget(self._checkpoint_budget)
 
-    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
-        """One ``generate`` call per group of jobs with equal decoding settings.
+    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | ProbabilityAnswer | Exception]:
+        """One model call per group of jobs: a ``generate`` per set of equal decoding settings,
+        one forward pass for the jobs in score_mode "probability".
 
-        A job whose settings or video are bad gets its own exception; a failing
-        ``generate`` call fails only the jobs of its group.
+        A job whose settings or video are bad gets its own exception; a failing call fails
+        only the jobs of its group.
         """
         if self._model is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
-        results: list[str | Exception] = [RuntimeError("no output")] * len(jobs)
-        groups: dict[GenerationSettings, list[_PreparedJob]] = {}
+        results: list[str | ProbabilityAnswer | Exception] = [RuntimeError("no output")] * len(jobs)
+        groups: dict[GenerationSettings | str, list[_PreparedJob]] = {}
         for slot, job in enumerate(jobs):
             if job.cancelled.is_set():
                 results[slot] = JobCancelledError("the job was cancelled before it started.")
@@ -301,10 +315,11 @@ class QwenHFBackend(RewardBackend):
             except Exception as exc:  # one bad job must not fail its batch-mates
                 results[slot] = exc
                 continue
-            groups.setdefault(prepared.settings, []).append(prepared)
-        for settings, group in groups.items():
+            probability = (job.score_mode or self.default_score_mode) == "probability"
+            groups.setdefault("probability" if probability else prepared.settings, []).append(prepared)
+        for key, group in groups.items():
             try:
-                answers = self._run(group, settings)
+                answers = self._judge(group) if key == "probability" else self._run(group, key)
             except Exception as exc:
                 answers = [exc] * len(group)
             for prepared, answer in zip(group, answers, strict=True):
@@ -319,16 +334,33 @@ class QwenHFBackend(RewardBackend):
             slot, job, render_prompt(self._processor, messages), load_vision_inputs(messages, clip), settings
         )
 
-    def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:
-        import torch
-        from transformers import StoppingCriteriaList
-
+    def _model_inputs(self, group: list[_PreparedJob]) -> Any:
         inputs = processor_inputs(self._processor, [p.text for p in group], [p.vision for p in group])
         inputs = inputs.to(self._model.device)
         # Pixels go in at the model's dtype; the processor emits float32.
         for key in ("pixel_values", "pixel_values_videos"):
             if key in inputs:
                 inputs[key] = inputs[key].to(self._model.dtype)
+        return inputs
+
+    def _judge(self, group: list[_PreparedJob]) -> list[ProbabilityAnswer]:
+        """P(yes) of each job from one forward pass: the next-token distribution after its prompt.
+
+        Left padding puts every prompt's end at the last position.
+        """
+        import torch
+
+        tokens = require_answer_tokens(self._answer_tokens, self.name)
+        with torch.inference_mode():
+            logits = self._model(**self._model_inputs(group)).logits[:, -1, :]
+        logprobs = torch.log_softmax(logits.float(), dim=-1)[:, tokens.ids].tolist()
+        return [probability_answer(dict(zip(tokens.ids, row, strict=True)), tokens) for row in logprobs]
+
+    def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:
+        import torch
+        from transformers import StoppingCriteriaList
+
+        inputs = self._model_inputs(group)
         kwargs = settings.generate_kwargs(self._checkpoint_budget)
         stop = StoppingCriteriaList([cancel_criterion([p.job for p in group])])
         with torch.inference_mode():

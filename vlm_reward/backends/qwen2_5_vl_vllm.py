@@ -71,9 +71,17 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from vlm_reward.backends.async_base import AsyncRewardBackend
-from vlm_reward.backends.base import ScoreJob, register_backend
+from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
+from vlm_reward.backends.judging import (
+    answer_tokens_or_error,
+    probability_answer,
+    probability_sampling,
+    require_answer_tokens,
+)
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
-from vlm_reward.prompts import PRESETS, PROMPT_OVERRIDE_KEYS, PromptSpec, resolve_prompt
+from vlm_reward.probability import AnswerTokens
+from vlm_reward.prompts import PROMPT_OVERRIDE_KEYS, PromptSpec, ServerPrompts
+from vlm_reward.protocol import TEXT_SCORE_MODES
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
 
@@ -280,6 +288,8 @@ class QwenVllmBackend(AsyncRewardBackend):
 
     name = "qwen2_5_vl_vllm"
     default_preset: ClassVar[str] = "qwen"
+    default_score_mode = "probability"
+    score_modes = (*TEXT_SCORE_MODES, "probability")
     # Greedy: a reward should not change between two calls on the same episode.
     sampling_defaults: ClassVar[Mapping[str, Any]] = {"temperature": 0.0, "max_tokens": 256}
 
@@ -288,10 +298,11 @@ class QwenVllmBackend(AsyncRewardBackend):
         check_backend_kwargs(backend_kwargs, per_request=False)
         self._engine_kwargs = engine_kwargs(backend_kwargs)
         self._sampling = {**self.sampling_defaults, **sampling_params_kwargs(backend_kwargs)}
-        self._prompt = resolve_prompt(PRESETS[self.default_preset], backend_kwargs)
+        self._prompts = ServerPrompts(self.default_preset, backend_kwargs)
         self._vllm: Any = None
         self._engine: Any = None
         self._processor: Any = None
+        self._answer_tokens: AnswerTokens | ValueError | None = None
 
     async def load_async(self) -> None:
         """Start vLLM's async engine and load the processor whose chat template builds prompts."""
@@ -300,14 +311,22 @@ class QwenVllmBackend(AsyncRewardBackend):
 
         trust = self._engine_kwargs["trust_remote_code"]
         self._processor = AutoProcessor.from_pretrained(self.model, trust_remote_code=trust)
+        self._answer_tokens = answer_tokens_or_error(self._processor.tokenizer)
         args = vllm.AsyncEngineArgs(model=self.model, **self._engine_kwargs)
         self._engine = vllm.AsyncLLMEngine.from_engine_args(args)
         self._vllm = vllm
 
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, dict[str, Any]]:
-        """The prompt and SamplingParams kwargs for ``job``: server settings plus its overrides."""
-        overrides = job.backend_kwargs
-        return resolve_prompt(self._prompt, overrides), self.sampling(overrides)
+        """The prompt and SamplingParams kwargs for ``job``: server settings plus its overrides.
+
+        In score_mode "probability" the SamplingParams are :func:`probability_sampling`'s
+        (one step, the answer tokens' log-probabilities), whatever the sampling settings.
+        """
+        mode, overrides = job.score_mode or self.default_score_mode, job.backend_kwargs
+        sampling = self.sampling(overrides)  # validates the request's kwargs in either mode
+        if mode == "probability":
+            sampling = probability_sampling(require_answer_tokens(self._answer_tokens, self.name))
+        return self._prompts.for_job(mode, overrides), sampling
 
     def sampling(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """SamplingParams kwargs: the server's, with a request's ``backend_kwargs`` applied."""
@@ -322,7 +341,7 @@ class QwenVllmBackend(AsyncRewardBackend):
         """``max_tokens`` of a request with these ``backend_kwargs``."""
         return int(self.sampling(backend_kwargs)["max_tokens"])
 
-    async def generate_one(self, job: ScoreJob) -> str:
+    async def generate_one(self, job: ScoreJob) -> str | ProbabilityAnswer:
         """One engine request for ``job``; cancelling this coroutine aborts it in the engine.
 
         Settings and the video are checked first (a bad job raises before the engine sees
@@ -353,7 +372,11 @@ class QwenVllmBackend(AsyncRewardBackend):
             len(completion.token_ids),
             completion.finish_reason,
         )
-        return completion.text
+        if "logprob_token_ids" not in sampling:
+            return completion.text
+        [first_step] = completion.logprobs  # one step: the first answer position
+        tokens = require_answer_tokens(self._answer_tokens, self.name)
+        return probability_answer({token: lp.logprob for token, lp in first_step.items()}, tokens)
 
     async def close_async(self) -> None:
         """Shut the engine down (its processes and memory)."""
