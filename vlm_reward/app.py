@@ -21,7 +21,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
 from vlm_reward.middleware import BodySizeLimit, Receive, RequestLog
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
-from vlm_reward.service import RewardService, ServerConfig
+from vlm_reward.server_config import ServerConfig
+from vlm_reward.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
 

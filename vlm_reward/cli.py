@@ -24,7 +24,8 @@ import uvicorn
 from vlm_reward.app import create_app
 from vlm_reward.backends import canonical_name
 from vlm_reward.limits import RequestLimits, flag_name
-from vlm_reward.service import RewardService, ServerConfig
+from vlm_reward.server_config import ServerConfig
+from vlm_reward.service import RewardService
 
 DEFAULT_BACKEND = "qwen2_5_vl_vllm"
 DEFAULT_PORT = 18080

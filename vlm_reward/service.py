@@ -1,10 +1,12 @@
 """The reward server's logic, independent of the HTTP framework.
 
 :class:`RewardService` scores one request end to end: check it against the server's caps
-(:mod:`vlm_reward.limits`), resolve the backend, validate the video
-(:mod:`vlm_reward.video_source`), queue the job on the backend's
-:class:`~vlm_reward.batching.DynamicBatcher`, wait for the answer unless the client leaves,
-and parse it (:func:`vlm_reward.parsing.parse_score`). It raises the exceptions that
+(:mod:`vlm_reward.limits`), resolve the backend (:class:`~vlm_reward.backend_slot.BackendSlot`)
+and its score mode, read the video once (:mod:`vlm_reward.video_source`), hand the job to
+the backend's runner (a :class:`~vlm_reward.batching.DynamicBatcher`, or a
+:class:`~vlm_reward.continuous.ContinuousRunner` for engines that batch themselves), wait
+for the answer unless the client leaves, and read it: a probability as is, text through
+:func:`vlm_reward.parsing.parse_score`. It raises the exceptions that
 :func:`vlm_reward.errors.error_response` maps to statuses; the app only translates.
 
 A backend is constructed with the service (cheap: bad ``--backend-kwargs`` fail at the
@@ -16,15 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import tempfile
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
+from vlm_reward.backend_slot import BackendSlot, check_default_budget
 from vlm_reward.backends import (
     ProbabilityAnswer,
     ScoreJob,
@@ -37,154 +36,18 @@ from vlm_reward.batching import BatcherClosedError, JobRunner
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
-    BackendLoadFailedError,
-    BackendLoadingError,
     BackendNotLoadedError,
     ClientDisconnectedError,
-    InvalidRequestError,
-    LimitExceededError,
     ServerShuttingDownError,
     UnknownBackendError,
     error_response,
-    scrub,
 )
-from vlm_reward.limits import RequestLimits
 from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
+from vlm_reward.server_config import ServerConfig
 from vlm_reward.video_source import LocalVideo, VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")
-
-# The JSON around a video (task text, kwargs) is small; 1 MiB of slack on top of the
-# base64-inflated video limit keeps the body limit from rejecting what the video limit allows.
-_BODY_SLACK_BYTES = 1024 * 1024
-# How long a shutdown waits for a cancelled generation to notice before releasing the model.
-_CLOSE_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """Everything the server is started with (the CLI flags, validated)."""
-
-    backend: str
-    model: str
-    backend_kwargs: dict[str, Any] = field(default_factory=dict)
-    video_root: str = field(default_factory=tempfile.gettempdir)
-    max_batch_size: int = 8
-    max_wait_ms: float = 20.0
-    limits: RequestLimits = field(default_factory=RequestLimits)
-
-    @property
-    def max_body_bytes(self) -> int:
-        """Largest request body: the video limit after base64 (4/3) plus JSON slack."""
-        return int(self.limits.max_video_mb * 1024 * 1024 * 4 / 3) + _BODY_SLACK_BYTES
-
-
-def model_display_name(model: str) -> str:
-    """What responses call the model: a local checkpoint's directory name, else the id as given.
-
-    Responses must not reveal host paths, and the directory name is what people call it.
-    """
-    if os.path.isabs(model):
-        return os.path.basename(os.path.normpath(model)) or model
-    return model
-
-
-class BackendSlot:
-    """One hosted backend: its instance, load state and runner.
-
-    ``state`` goes ``loading`` -> ``ready`` or ``failed``; it is written by the loader
-    thread and read by request handlers (single attribute writes, and the runner is set
-    before the state says ``ready``).
-    """
-
-    def __init__(self, name: str, backend: Any, config: ServerConfig) -> None:
-        self.name = name
-        self.backend = backend
-        self.model = model_display_name(config.model)
-        self.state = "loading"
-        self.error: str | None = None
-        self.runner: JobRunner[ScoreJob, str] | None = None
-        self._config = config
-        self._closing = False
-
-    def load(self) -> None:
-        """Load the weights (slow) and start the runner; failures are recorded, not raised."""
-        start = time.perf_counter()
-        try:
-            self.backend.load()
-            # The checkpoint may bring its own default budget (transformers' generation config).
-            check_default_budget(self.name, self.backend, self._config.limits)
-        except Exception as exc:
-            logger.exception("backend %r failed to load", self.name)
-            self.error = f"{type(exc).__name__}: {scrub(str(exc))}"
-            self.state = "failed"
-            return
-        if self._closing:  # the server stopped while the weights loaded
-            self._close_backend()
-            return
-        self.runner = self.backend.runner(
-            max_batch_size=self._config.max_batch_size, max_wait_ms=self._config.max_wait_ms, name=self.name
-        )
-        self.state = "ready"
-        logger.info("backend %r loaded in %.1f s", self.name, time.perf_counter() - start)
-
-    def require_ready(self) -> JobRunner[ScoreJob, str]:
-        """The runner, or ``BackendNotLoadedError`` saying why there is none yet."""
-        if self._closing:
-            raise ServerShuttingDownError("the server is shutting down; retry on another server or later.")
-        if self.state == "ready" and self.runner is not None:
-            return self.runner
-        if self.state == "failed":
-            raise BackendLoadFailedError(f"backend {self.name!r} failed to load: {self.error}")
-        raise BackendLoadingError(
-            f"backend {self.name!r} is still loading; retry when GET /health returns 200."
-        )
-
-    def score_mode(self, requested: str | None) -> str:
-        """The request's score mode (default: the backend's); 400 if this backend cannot serve it."""
-        mode = requested or self.backend.default_score_mode
-        if mode not in self.backend.score_modes:
-            raise InvalidRequestError(
-                f"backend {self.name!r} cannot score with score_mode {mode!r}; "
-                f"its modes: {', '.join(self.backend.score_modes)}."
-            )
-        return mode
-
-    def check_budget(self, backend_kwargs: Mapping[str, Any], limits: RequestLimits) -> None:
-        """422 if a request's generation budget is above ``--max-new-tokens``; 400 for bad kwargs."""
-        try:
-            budget = self.backend.token_budget(backend_kwargs)
-        except (ValueError, TypeError) as exc:
-            raise BackendError(self.name, exc) from exc
-        limits.check_token_budget(budget)
-
-    def close(self) -> None:
-        """Answer queued and running jobs 503 at once (cancelling the running), then release the model."""
-        if self._closing:
-            return
-        self._closing = True
-        if self.runner is not None:
-            self.runner.close(timeout=_CLOSE_TIMEOUT_S)
-        self._close_backend()
-
-    def _close_backend(self) -> None:
-        try:
-            self.backend.close()
-        except Exception:
-            logger.exception("closing backend %r failed", self.name)
-
-
-def check_default_budget(name: str, backend: Any, limits: RequestLimits) -> None:
-    """``ValueError`` if a request with no budget of its own would be above ``--max-new-tokens``."""
-    budget = backend.token_budget({})
-    if budget is None:
-        logger.info("backend %r does not report token budgets; --max-new-tokens is not enforced", name)
-        return
-    try:
-        limits.check_token_budget(budget, where=f"the default generation budget of backend {name!r}")
-    except LimitExceededError as exc:
-        raise ValueError(exc.message) from None
 
 
 class RewardService:

@@ -15,14 +15,8 @@ from typing import Any
 import pytest
 
 from vlm_reward.backends import JobCancelledError, ProbabilityAnswer, ScoreJob, resolve_backend
-from vlm_reward.backends.qwen2_5_vl_hf import (
-    INSTALL_HINT,
-    GenerationSettings,
-    QwenHFBackend,
-    generation_settings,
-    processor_inputs,
-    render_prompt,
-)
+from vlm_reward.backends.hf_generation import INSTALL_HINT, GenerationSettings, generation_settings
+from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
 

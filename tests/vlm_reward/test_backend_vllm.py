@@ -26,12 +26,10 @@ import pytest
 
 from vlm_reward.backends import ProbabilityAnswer, ScoreJob, backend_aliases, canonical_name, resolve_backend
 from vlm_reward.backends.primo_r1_vllm import PrimoR1VllmBackend
-from vlm_reward.backends.qwen2_5_vl_vllm import (
+from vlm_reward.backends.qwen2_5_vl_vllm import INSTALL_HINT, QwenVllmBackend, build_vllm_request
+from vlm_reward.backends.vllm_settings import (
     ENGINE_DEFAULTS,
-    INSTALL_HINT,
     MM_LIMITS,
-    QwenVllmBackend,
-    build_vllm_request,
     engine_kwargs,
     sampling_params_kwargs,
 )
