@@ -1,0 +1,321 @@
+"""The VLM reward's episode bookkeeping and arithmetic, apart from LIBERO, HTTP and torch.
+
+:class:`EpisodeRewards` is what ``LiberoEnv`` feeds, step by step; it never talks to the
+simulator or the server itself. It keeps, per env:
+
+* the frame cache: the policy's main image of every step of the current episode, the
+  reset frame included, until the episode has been scored;
+* which episodes have ended (first termination or truncation; an ended env is not
+  scored again before its reset) and their native success and length at that step;
+* the pending scores: an episode's scoring is submitted the moment it ends (the
+  ``submit`` callable, e.g. ``VLMRewardClient.submit``, returns a future), and the result
+  is collected later, at the end of the chunk or before an auto-reset;
+* the held signal ``s`` fed to RLinf's ``_calc_step_reward`` in place of the termination
+  flag, and the metric values of each env's current episode.
+
+Positions are explicit: steps are recorded into a *window* (one ``chunk_step``, or one
+``step`` called on its own, which is a chunk of one), each ended episode remembers its
+column in that window, and :meth:`EpisodeRewards.close_window` adds the VLM term to that
+column of the window's rewards. Every ended episode is collected before its window closes
+and before its env is reset, so no score is ever dropped without an error or a warning.
+
+The arithmetic, with ``term = reward_coef * s``: RLinf shaped every step of the window with
+``s = 0`` for an episode whose score was not known yet, so the exact reward differs by
+``term`` at the end step and, without ``use_rel_reward`` (``s`` is held), at each later
+step of the window; with ``use_rel_reward`` the previous-step value RLinf keeps is raised by
+``term`` so later steps difference against the held ``s``. The return trained on counts the
+episode's steps up to and including its end step, the term once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...).
+VLM_METRIC_KEYS = (
+    "vlm_scored",  # 1 once the current episode has been scored
+    "vlm_score",  # the score in [0, 1] (the fallback when the call failed)
+    "vlm_success",  # score >= success_threshold
+    "native_success",  # the simulator's success at any step of the episode
+    "vlm_native_agree",  # vlm_success == native_success
+    "vlm_fallback",  # 1 if the fallback score was used
+    "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
+)
+
+
+class Judgement(Protocol):
+    """What a scoring call returns (``VLMRewardClient``'s ``ScoreResult`` is one)."""
+
+    score: float
+    fallback: bool
+    latency_s: float
+
+
+class SignalSettings(Protocol):
+    """The settings the core reads (``RewardModelConfig`` is one)."""
+
+    binary_reward: bool
+    success_threshold: float
+    use_for_training: bool
+
+
+# submit(env, frames, native_success) -> a future of the episode's judgement
+Submit = Callable[[int, list[np.ndarray], bool], "Future[Any]"]
+
+
+@dataclass(frozen=True)
+class Shaping:
+    """RLinf's reward settings that the correction depends on (the step penalty does not)."""
+
+    reward_coef: float
+    use_rel_reward: bool
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One collected episode: where it ended, what it was, what the judge said."""
+
+    env: int
+    position: int  # its end step's column in the window
+    episode: int  # how many episodes of this env were scored before it
+    length: int  # steps, from RLinf's elapsed_steps at the end step
+    native_success: bool
+    signal: float | None  # s fed to the reward; None in shadow mode
+    result: Any  # the Judgement
+
+
+def success_signal(score: float, cfg: SignalSettings) -> float:
+    """The value fed into RLinf's reward shaping in place of the termination flag."""
+    if cfg.binary_reward:
+        return float(score >= cfg.success_threshold)
+    return float(score)
+
+
+def episode_metrics(result: Judgement, native_success: bool, cfg: SignalSettings) -> dict[str, float]:
+    """Metric values of one scored episode, keyed like :data:`VLM_METRIC_KEYS`."""
+    vlm_success = result.score >= cfg.success_threshold
+    return {
+        "vlm_scored": 1.0,
+        "vlm_score": float(result.score),
+        "vlm_success": float(vlm_success),
+        "native_success": float(native_success),
+        "vlm_native_agree": float(vlm_success == native_success),
+        "vlm_fallback": float(result.fallback),
+        "vlm_latency_s": float(result.latency_s),
+    }
+
+
+def end_step_correction(signal: float, position: int, width: int, shaping: Shaping) -> np.ndarray:
+    """What to add to one env's rewards of a ``width``-step window whose episode ended at ``position``.
+
+    The window was shaped with ``s = 0``; the exact rewards differ by ``reward_coef * s`` at
+    the end step, and without ``use_rel_reward`` also at each later step (``s`` is held).
+    """
+    if not 0 <= position < width:
+        raise ValueError(f"position must be in [0, {width}) for a {width}-step window, got {position}.")
+    row = np.zeros(width)
+    term = shaping.reward_coef * signal
+    if shaping.use_rel_reward:
+        row[position] = term
+    else:
+        row[position:] = term
+    return row
+
+
+class EpisodeRewards:
+    """The per-env episode state of the VLM reward; see the module docstring for the contract.
+
+    Arrays read by the env's hooks: ``signal`` (the held ``s``), ``ended`` and ``metrics``.
+    RLinf's own arrays (``returns``, ``prev_step_reward``) are passed in and updated in place.
+    """
+
+    def __init__(self, num_envs: int, settings: SignalSettings, submit: Submit) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}.")
+        self.num_envs, self.settings, self._submit = num_envs, settings, submit
+        self.frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
+        self.ended = np.zeros(num_envs, dtype=bool)
+        self.signal = np.zeros(num_envs)  # the s fed to _calc_step_reward, held after the end step
+        self.metrics = {key: np.zeros(num_envs) for key in VLM_METRIC_KEYS}
+        self._native = np.zeros(num_envs, dtype=bool)
+        self._length = np.zeros(num_envs, dtype=np.int64)
+        self._scored_count = np.zeros(num_envs, dtype=np.int64)
+        self._pending: dict[int, tuple[int, Future]] = {}  # env -> (position, future)
+        self._corrections: list[tuple[int, int, float, Shaping]] = []  # (env, position, s, shaping)
+        self._window: int | None = None  # steps recorded in the open window; None: closed
+
+    # ---- state -----------------------------------------------------------------------
+
+    @property
+    def pending(self) -> dict[int, int]:
+        """Envs whose episode ended and awaits collection, with its end step's position."""
+        return {env: position for env, (position, _) in self._pending.items()}
+
+    @property
+    def window_open(self) -> bool:
+        return self._window is not None
+
+    @property
+    def idle(self) -> bool:
+        """No window open and nothing pending: settings may change now."""
+        return self._window is None and not self._pending
+
+    def reconfigure(self, settings: SignalSettings) -> None:
+        """New settings for the episodes to come; ``RuntimeError`` unless :attr:`idle`."""
+        if not self.idle:
+            raise RuntimeError(
+                "reward settings can only change between episodes: "
+                f"pending scores {sorted(self._pending)}, window open: {self.window_open}."
+            )
+        self.settings = settings
+
+    def lengths(self, elapsed: np.ndarray) -> np.ndarray:
+        """Episode lengths for the per-step reward: the end step's count once an episode ended."""
+        return np.where(self.ended, self._length, elapsed)
+
+    # ---- episodes --------------------------------------------------------------------
+
+    def start(self, env: int, frame: np.ndarray) -> None:
+        """A new episode of ``env`` whose first frame is ``frame`` (a reset)."""
+        if env in self._pending:
+            raise RuntimeError(
+                f"env {env} is reset while its ended episode (position {self._pending[env][0]}) "
+                "is still being scored; collect() must come first or the score would be lost."
+            )
+        self.frames[env] = [np.array(frame, copy=True)]  # a new list: a submitted one stays intact
+        self.ended[env] = False
+        self.signal[env] = 0.0
+        for values in self.metrics.values():
+            values[env] = 0.0
+
+    def open_window(self) -> None:
+        """Start recording the steps of one chunk (or of one step called on its own)."""
+        if self._window is not None:
+            raise RuntimeError("a window is already open; close_window() or abandon_window() first.")
+        self._window = 0
+
+    def record_step(
+        self, images: Sequence[np.ndarray], dones: np.ndarray, native_success: np.ndarray, elapsed: np.ndarray
+    ) -> list[int]:
+        """Cache this step's frame of each running episode; submit the episodes that end here.
+
+        Returns the envs whose episode ended at this step (their scoring is already in flight).
+        """
+        if self._window is None:
+            raise RuntimeError("record_step() needs an open window (open_window()).")
+        position, ended_now = self._window, []
+        for env in map(int, np.flatnonzero(~self.ended)):
+            self.frames[env].append(np.array(images[env], copy=True))
+            if bool(dones[env]):
+                self.ended[env] = True
+                self._native[env] = bool(native_success[env])
+                self._length[env] = int(elapsed[env])
+                future = self._submit(env, self.frames[env], bool(native_success[env]))
+                self._pending[env] = (position, future)
+                ended_now.append(env)
+        self._window += 1
+        return ended_now
+
+    def count_return(
+        self, returns: np.ndarray, step_reward: np.ndarray, counted_by_rlinf: np.ndarray
+    ) -> None:
+        """Make ``returns`` count this step for every episode that has not ended before it.
+
+        RLinf counted the step where ``counted_by_rlinf`` (no native success yet); a VLM
+        episode is counted up to and including its end step, which with
+        ``ignore_terminations`` can come after a native success.
+        """
+        counted = ~self.ended  # this step's end is marked after the step, by record_step
+        returns += step_reward * (counted.astype(float) - np.asarray(counted_by_rlinf).astype(float))
+
+    def collect(self, returns: np.ndarray, prev_step_reward: np.ndarray, shaping: Shaping) -> list[Scored]:
+        """Wait for every pending score; record metrics and, when training on it, the VLM term.
+
+        Raises the first error (in env order) of a scoring call after waiting for all of
+        them (``fail_on_request_error``); nothing is recorded then. Otherwise, per episode:
+        the metrics, and with ``use_for_training`` the held signal, the return's term,
+        ``prev_step_reward``'s term (``use_rel_reward``) and a correction of its window.
+        """
+        items = sorted(self._pending.items())
+        self._pending.clear()
+        results, errors = [], []
+        for _, (_, future) in items:
+            try:
+                results.append(future.result())
+            except Exception as exc:  # re-raised below, once every call is done
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+        return [
+            self._settle(env, position, result, returns, prev_step_reward, shaping)
+            for (env, (position, _)), result in zip(items, results, strict=True)
+        ]
+
+    def _settle(
+        self,
+        env: int,
+        position: int,
+        result: Any,
+        returns: np.ndarray,
+        prev_step_reward: np.ndarray,
+        shaping: Shaping,
+    ) -> Scored:
+        native, signal = bool(self._native[env]), None
+        if self.settings.use_for_training:
+            signal = success_signal(result.score, self.settings)
+            term = shaping.reward_coef * signal
+            self.signal[env] = signal
+            returns[env] += term  # the end step's VLM term, counted once
+            if shaping.use_rel_reward:
+                prev_step_reward[env] += term  # later steps difference against the held s
+            self._corrections.append((env, position, signal, shaping))
+        for key, value in episode_metrics(result, native, self.settings).items():
+            self.metrics[key][env] = value
+        scored = Scored(
+            env, position, int(self._scored_count[env]), int(self._length[env]), native, signal, result
+        )
+        self._scored_count[env] += 1
+        self.frames[env] = []  # scored: the frames are not needed any more
+        return scored
+
+    def close_window(self, rewards: np.ndarray) -> None:
+        """Add the collected VLM terms to the window's ``rewards`` (``num_envs x steps``, in place)."""
+        if self._window is None:
+            raise RuntimeError("close_window() without an open window.")
+        if self._pending:
+            raise RuntimeError(f"close_window() with scores still pending for envs {sorted(self._pending)}.")
+        expected = (self.num_envs, self._window)
+        if rewards.shape != expected:
+            raise ValueError(
+                f"rewards must have shape {expected} (envs x recorded steps), got {rewards.shape}."
+            )
+        for env, position, signal, shaping in self._corrections:
+            rewards[env] += end_step_correction(signal, position, self._window, shaping)
+        self._corrections.clear()
+        self._window = None
+
+    def abandon_window(self) -> list[int]:
+        """After an error inside a window: drop it and whatever it was still scoring.
+
+        Waits for the in-flight calls (no request outlives the window) and warns naming
+        the envs whose score is dropped. Returns those envs.
+        """
+        dropped = sorted(self._pending)
+        for _, future in self._pending.values():
+            with contextlib.suppress(Exception):  # the window failed already; that error is raised
+                future.result()
+        if dropped:
+            logger.warning("the chunk failed; dropping the scores of the episodes of envs %s.", dropped)
+        self._pending.clear()
+        self._corrections.clear()
+        self._window = None
+        return dropped
