@@ -250,3 +250,50 @@ def test_server_down_is_a_connection_fallback(tmp_path) -> None:
     client.close()
     assert (result.fallback, result.error_kind, result.score) == (True, "connection", 1.0)
     assert not os.listdir(tmp_path)
+
+
+# ---- submit: the call in flight while the caller goes on ------------------------------
+
+
+def test_submit_returns_at_once_with_the_request_in_flight(tmp_path) -> None:
+    reply = {"score": 0.6, "raw_value": 0.6, "answer": "0.6", "think": None}
+    reply |= {"backend": "canned", "model": "m", "latency_s": 1.0}  # a complete ScoreResponse
+    canned = CannedServer(200, json.dumps(reply).encode(), delay=1.0)
+    client = VLMRewardClient(
+        RewardModelConfig(enable=True, endpoint=canned.endpoint, temp_video_dir=str(tmp_path))
+    )
+    try:
+        started = time.perf_counter()
+        future = client.submit(_episode(n=8))
+        assert time.perf_counter() - started < 0.5, "submit waited for the call"
+        deadline = time.monotonic() + 5
+        while canned.hits == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert canned.hits == 1 and not future.done(), "the request is at the server, its answer not back"
+        result = future.result(timeout=10)
+    finally:
+        client.close()
+        canned.close()
+    assert (result.score, result.fallback, canned.hits) == (0.6, False, 1)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+def test_submit_futures_keep_the_failure_semantics(strict: bool, tmp_path) -> None:
+    canned = CannedServer(500, ERROR_BODY)
+    cfg = RewardModelConfig(
+        enable=True, endpoint=canned.endpoint, fail_on_request_error=strict, temp_video_dir=str(tmp_path)
+    )
+    client = VLMRewardClient(cfg)
+    future = client.submit(_episode(n=3, native=True))
+    try:
+        if strict:
+            with pytest.raises(RewardRequestError, match="HTTP 500"):
+                future.result(timeout=10)
+        else:
+            result = future.result(timeout=10)
+            assert (result.fallback, result.error_kind, result.score) == (True, "inference_error", 1.0)
+    finally:
+        client.close()
+        canned.close()
+    assert canned.hits == 1

@@ -12,8 +12,10 @@ What a call does, in order:
 4. removes the MP4 unless ``keep_temp_video``, whether the request succeeded or not (a
    kept video's path is in the result, on a fallback too).
 
-``score_video`` sends step 3's request for an MP4 that already exists and never removes it
-(re-scoring a run's kept videos with another judge).
+``submit`` runs ``score`` on the client's thread pool and returns a future at once (the env
+starts an episode's call the moment the episode ends and collects it later); ``score_many``
+scores a batch and waits. ``score_video`` sends step 3's request for an MP4 that already
+exists and never removes it (re-scoring a run's kept videos with another judge).
 
 Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN or
 out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
@@ -35,7 +37,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -112,6 +114,16 @@ class VLMRewardClient:
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-reward")
         self._video_dir = cfg.temp_video_dir or tempfile.gettempdir()
         os.makedirs(self._video_dir, exist_ok=True)
+
+    def submit(self, episode: Episode) -> Future[ScoreResult]:
+        """Start scoring ``episode`` on the client's thread pool and return at once.
+
+        The future's ``result()`` is :meth:`score`'s: the judgement, the fallback, or (with
+        ``fail_on_request_error``) the :class:`RewardRequestError`. At most ``max_concurrency``
+        calls run at a time; more wait in the pool's queue. ``episode.frames`` is read by
+        the worker thread, so the caller must not change that sequence afterwards.
+        """
+        return self._pool.submit(self.score, episode)
 
     def score_many(self, episodes: Sequence[Episode]) -> list[ScoreResult]:
         """Score ``episodes`` concurrently (at most ``max_concurrency`` in flight), in order."""
