@@ -26,13 +26,20 @@ def libero_cfg(suite: str = "libero_10", **overrides: Any) -> DictConfig:
 
 
 @contextmanager
-def libero_env(cfg: DictConfig, num_envs: int = 2, env_cls: type | None = None) -> Iterator[Any]:
-    """Build a LiberoEnv (the project's unless ``env_cls`` is given) and close its processes after."""
+def libero_env(
+    cfg: DictConfig, num_envs: int = 2, env_cls: type | None = None, **placement: Any
+) -> Iterator[Any]:
+    """Build a LiberoEnv (the project's unless ``env_cls`` is given) and close its processes after.
+
+    ``placement`` overrides RLinf's ``seed_offset`` (0), ``total_num_processes`` (1) and
+    ``worker_info`` (None: built outside an env worker).
+    """
     if env_cls is None:
         from rlinf.envs import get_env_cls
 
         env_cls = get_env_cls("libero")
-    env = env_cls(cfg, num_envs=num_envs, seed_offset=0, total_num_processes=1, worker_info=None)
+    where = {"seed_offset": 0, "total_num_processes": 1, "worker_info": None, **placement}
+    env = env_cls(cfg, num_envs=num_envs, **where)
     try:
         yield env
     finally:

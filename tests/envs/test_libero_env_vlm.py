@@ -1,21 +1,28 @@
-"""The project's LiberoEnv with the reward model on, against a real reward server.
+"""The project's LiberoEnv with the reward model on, against a real reward server: the wiring.
 
-One env (2 LIBERO processes, ``max_episode_steps`` 6, chunks of 4) is shared by the whole
-module; each case reconfigures the reward settings between episodes, as resets are the
-expensive part. The server runs the ``recording`` test backend, which answers a known
-score and logs every job it receives, so calls are counted on the server side.
+The arithmetic is covered by ``test_episode_reward.py`` without LIBERO; here the hooks into
+RLinf's env are checked on the real simulator. One env (2 LIBERO processes,
+``max_episode_steps`` 6) is shared by the whole module, as resets are the expensive part.
+Every episode states all of its settings (:meth:`Ctx.episode`): the module's
+``reward_model`` block plus the case's changes, set through the env's public
+``set_reward_model``, and RLinf's ``use_rel_reward`` and ``auto_reset``; nothing carries
+over from one test to the next. The server runs the ``recording`` test backend, which
+answers a known score and logs every job it receives, so calls are counted on the server.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 
@@ -27,27 +34,28 @@ COEF = 5.0  # reward_coef of libero_10.yaml
 
 
 class Ctx:
-    def __init__(self, env, server: ServerProcess, calls: Path, tmp: Path) -> None:
-        self.env, self.server, self.calls, self.tmp = env, server, calls, tmp
+    def __init__(self, env: Any, calls: Path, tmp: Path) -> None:
+        self.env, self.calls, self.tmp = env, calls, tmp
+        self.base: RewardModelConfig = env.reward_model  # the module's block, as built
 
-    def n_calls(self) -> int:
-        return len(self.calls.read_text().splitlines())
+    def jobs(self) -> list[dict]:
+        return [json.loads(line) for line in self.calls.read_text().splitlines()]
 
     def log_lines(self) -> list[dict]:
-        [log] = (self.tmp / "episodes").glob("*.jsonl")
-        return [json.loads(line) for line in log.read_text().splitlines()]
+        """The episode log's lines so far (none before the first scored episode)."""
+        logs = sorted((self.tmp / "episodes").glob("*.jsonl"))
+        assert [p.name for p in logs] in ([], ["vlm_episodes_train_rank0.jsonl"])
+        return [json.loads(line) for log in logs for line in log.read_text().splitlines()]
 
-    def configure(self, use_rel: bool = True, auto_reset: bool = False, **reward_model) -> None:
-        """Change reward settings between episodes (tests only: the env reads them per step)."""
-        cfg = self.env.reward_model.replace(**reward_model)
-        self.env.reward_model = cfg
-        self.env._client.cfg = cfg
-        self.env.use_rel_reward = use_rel
-        self.env.auto_reset = auto_reset
+    def configure(self, use_rel: bool = True, auto_reset: bool = False, **reward_model: Any) -> None:
+        """All settings of the next episode: the module's block + ``reward_model``, and RLinf's two knobs."""
+        self.env.set_reward_model(self.base.replace(**reward_model))
+        self.env.use_rel_reward, self.env.auto_reset = use_rel, auto_reset
 
-    def episode(self, chunks: int = CHUNKS) -> dict:
+    def episode(self, chunks: int = CHUNKS, chunk: int = CHUNK, **settings: Any) -> dict:
+        self.configure(**settings)
         obs, _ = self.env.reset()
-        out = [self.env.chunk_step(idle_actions(NUM_ENVS, CHUNK)) for _ in range(chunks)]
+        out = [self.env.chunk_step(idle_actions(NUM_ENVS, chunk)) for _ in range(chunks)]
         return {
             "reset_obs": obs,
             "rewards": torch.cat([o[1] for o in out], dim=1),
@@ -77,14 +85,14 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
     )
     try:
         with libero_env(cfg, NUM_ENVS) as env:
-            yield Ctx(env, server, calls, tmp)
+            yield Ctx(env, calls, tmp)
     finally:
         server.stop()
 
 
-def _expected(signal: float, use_rel: bool) -> np.ndarray:
+def _expected(signal: float, use_rel: bool, steps: int = CHUNK * CHUNKS) -> np.ndarray:
     """RLinf's shaping with s = 0 before the end step and s held after it."""
-    rewards = np.zeros((NUM_ENVS, CHUNK * CHUNKS))
+    rewards = np.zeros((NUM_ENVS, steps))
     if use_rel:
         rewards[:, END_STEP] = COEF * signal
     else:
@@ -105,26 +113,19 @@ SHAPING = [
     ("binary", "use_rel", "answer", "signal"), [s[1:] for s in SHAPING], ids=[s[0] for s in SHAPING]
 )
 def test_reward_at_the_end_step_follows_rlinf_shaping(ctx: Ctx, binary, use_rel, answer, signal) -> None:
-    ctx.configure(use_rel=use_rel, binary_reward=binary, backend_kwargs={"answer": answer})
-    calls_before = ctx.n_calls()
-    result = ctx.episode()
+    calls_before = len(ctx.jobs())
+    result = ctx.episode(use_rel=use_rel, binary_reward=binary, backend_kwargs={"answer": answer})
     np.testing.assert_allclose(result["rewards"].numpy(), _expected(signal, use_rel), atol=1e-6)
     # One call per episode, although the ended envs keep reporting truncation afterwards.
-    assert ctx.n_calls() - calls_before == NUM_ENVS
+    assert len(ctx.jobs()) - calls_before == NUM_ENVS
 
 
 def test_metrics_and_episode_log(ctx: Ctx) -> None:
-    ctx.configure(binary_reward=True, backend_kwargs={"answer": "0.7"})
     lines_before = len(ctx.log_lines())
-    result = ctx.episode(chunks=2)
+    result = ctx.episode(chunks=2, binary_reward=True, backend_kwargs={"answer": "0.7"})
     episode = result["infos"][-1]["episode"]
-    expected = {
-        "vlm_scored": 1,
-        "vlm_score": 0.7,
-        "vlm_success": 1,
-        "native_success": 0,
-        "vlm_native_agree": 0,
-    }
+    expected = {"vlm_scored": 1, "vlm_score": 0.7, "vlm_success": 1, "native_success": 0}
+    expected["vlm_native_agree"] = 0
     for key, value in expected.items():
         np.testing.assert_allclose(episode[key].numpy(), [value] * NUM_ENVS, err_msg=key)
     assert episode["vlm_fallback"].sum() == 0 and (episode["vlm_latency_s"] > 0).all()
@@ -138,25 +139,25 @@ def test_metrics_and_episode_log(ctx: Ctx) -> None:
         assert line["native_success"] is False and line["vlm_score"] == 0.7 and line["vlm_success"] is True
         assert line["frames_sent"] == MAX_STEPS + 1 and line["fallback"] is False and line["error"] is None
         assert line["reset_state_id"] >= 0 and 0 <= line["task_id"] < 10
-    frames_seen = [json.loads(c)["frames"] for c in ctx.calls.read_text().splitlines()[-NUM_ENVS:]]
+        assert (line["split"], line["rank"], line["seed_offset"]) == ("train", 0, 0)
+    frames_seen = [job["frames"] for job in ctx.jobs()[-NUM_ENVS:]]
     assert frames_seen == [MAX_STEPS + 1] * NUM_ENVS, "reset frame + one frame per step"
 
 
 def test_temp_videos_removed_or_kept(ctx: Ctx) -> None:
     videos = ctx.tmp / "videos"
-    ctx.configure(keep_temp_video=False, backend_kwargs={"answer": "0.7"})
-    ctx.episode(chunks=2)
-    assert list(videos.iterdir()) == []
-    ctx.configure(keep_temp_video=True)
-    ctx.episode(chunks=2)
-    kept = [line["video_path"] for line in ctx.log_lines()[-NUM_ENVS:]]
-    assert all(Path(p).parent == videos and Path(p).stat().st_size > 0 for p in kept)
-    ctx.configure(keep_temp_video=False)
+    before = set(videos.iterdir())
+    ctx.episode(chunks=2, keep_temp_video=False)
+    assert set(videos.iterdir()) == before
+    ctx.episode(chunks=2, keep_temp_video=True)
+    kept = [Path(line["video_path"]) for line in ctx.log_lines()[-NUM_ENVS:]]
+    assert set(videos.iterdir()) - before == set(kept)
+    assert all(path.stat().st_size > 0 for path in kept)
 
 
 def test_unparseable_answer_takes_the_fallback_path(ctx: Ctx) -> None:
-    ctx.configure(binary_reward=True, backend_kwargs={"answer": "I cannot tell from this video."})
-    result = ctx.episode(chunks=2)
+    answer = "I cannot tell from this video."
+    result = ctx.episode(chunks=2, binary_reward=True, backend_kwargs={"answer": answer})
     episode = result["infos"][-1]["episode"]
     np.testing.assert_array_equal(episode["vlm_fallback"].numpy(), [1, 1])
     np.testing.assert_array_equal(episode["vlm_score"].numpy(), [0, 0])  # native success of an idle robot
@@ -166,25 +167,79 @@ def test_unparseable_answer_takes_the_fallback_path(ctx: Ctx) -> None:
 
 
 def test_shadow_mode_scores_but_trains_on_native_reward(ctx: Ctx) -> None:
-    ctx.configure(use_for_training=False, backend_kwargs={"answer": "0.9"})
-    calls_before = ctx.n_calls()
-    result = ctx.episode(chunks=2)
-    ctx.configure(use_for_training=True)
+    calls_before = len(ctx.jobs())
+    result = ctx.episode(chunks=2, use_for_training=False, backend_kwargs={"answer": "0.9"})
     assert result["rewards"].abs().sum() == 0, "native reward of an idle robot is zero"
-    assert ctx.n_calls() - calls_before == NUM_ENVS
+    assert len(ctx.jobs()) - calls_before == NUM_ENVS
     np.testing.assert_allclose(result["infos"][-1]["episode"]["vlm_score"].numpy(), [0.9, 0.9])
 
 
 def test_auto_reset_scores_before_resetting(ctx: Ctx) -> None:
-    ctx.configure(auto_reset=True, binary_reward=False, backend_kwargs={"answer": "0.6"})
-    calls_before = ctx.n_calls()
-    try:
-        result = ctx.episode(chunks=2)
-    finally:
-        ctx.configure(auto_reset=False)
+    calls_before = len(ctx.jobs())
+    result = ctx.episode(chunks=2, auto_reset=True, binary_reward=False, backend_kwargs={"answer": "0.6"})
     final = result["infos"][-1]["final_info"]["episode"]
     np.testing.assert_allclose(final["vlm_score"].numpy(), [0.6, 0.6])
-    assert ctx.n_calls() - calls_before == NUM_ENVS
+    assert len(ctx.jobs()) - calls_before == NUM_ENVS
     # The ended episodes got their reward; the fresh ones start with one cached frame.
     np.testing.assert_allclose(result["rewards"][:, END_STEP].numpy(), [COEF * 0.6] * NUM_ENVS)
-    assert [len(f) for f in ctx.env._frames] == [1, 1]
+    assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1]
+
+
+def test_the_request_is_in_flight_while_the_chunk_goes_on(ctx: Ctx, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of 5: the episodes end (step 6) at the first step of the second chunk. The
+    # server must see the job before the chunk's last simulator step begins.
+    sim_cls = type(ctx.env.env)  # RLinf's vector of LIBERO processes
+    step_started: list[float] = []
+    original = sim_cls.step
+
+    def timed_step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        step_started.append(time.time())
+        return original(self, *args, **kwargs)
+
+    ctx.configure(backend_kwargs={"answer": "0.7"})
+    ctx.env.reset()  # its settling steps go through the same step: patch after it
+    monkeypatch.setattr(sim_cls, "step", timed_step)
+    calls_before = len(ctx.jobs())
+    rewards = torch.cat([ctx.env.chunk_step(idle_actions(NUM_ENVS, 5))[1] for _ in range(2)], dim=1)
+    jobs = ctx.jobs()[calls_before:]
+    assert len(jobs) == NUM_ENVS and len(step_started) == 10
+    assert max(job["start"] for job in jobs) < step_started[-1], (jobs, step_started[-4:])
+    np.testing.assert_allclose(rewards[:, END_STEP].numpy(), [COEF] * NUM_ENVS)
+
+
+def test_step_called_alone_scores_its_ended_episode_without_auto_reset(ctx: Ctx) -> None:
+    """Review finding: the score of an episode ended by ``step(auto_reset=False)`` was dropped."""
+    ctx.configure(backend_kwargs={"answer": "0.7"})
+    ctx.env.reset()
+    calls_before, lines_before = len(ctx.jobs()), len(ctx.log_lines())
+    action = idle_actions(NUM_ENVS, 1)[:, 0]
+    steps = [ctx.env.step(action, auto_reset=False) for _ in range(MAX_STEPS + 1)]
+    rewards = torch.stack([s[1] for s in steps], dim=1).numpy()
+    np.testing.assert_allclose(rewards, _expected(1.0, True, MAX_STEPS + 1), atol=1e-6)
+    end_infos = steps[END_STEP][4]["episode"]
+    np.testing.assert_allclose(end_infos["vlm_score"].numpy(), [0.7, 0.7])
+    np.testing.assert_allclose(end_infos["return"].numpy(), [COEF, COEF])
+    assert len(ctx.jobs()) - calls_before == NUM_ENVS, "scored once, at the end step"
+    assert len(ctx.log_lines()) - lines_before == NUM_ENVS
+    ctx.env.reset()  # nothing pending: the reset does not raise
+
+
+def test_step_called_alone_with_auto_reset(ctx: Ctx) -> None:
+    ctx.configure(auto_reset=True, backend_kwargs={"answer": "0.2"}, binary_reward=False)
+    ctx.env.reset()
+    action = idle_actions(NUM_ENVS, 1)[:, 0]
+    steps = [ctx.env.step(action) for _ in range(MAX_STEPS)]
+    _, reward, _, truncations, infos = steps[-1]
+    assert truncations.all()
+    np.testing.assert_allclose(reward.numpy(), [COEF * 0.2] * NUM_ENVS, atol=1e-6)
+    np.testing.assert_allclose(infos["final_info"]["episode"]["vlm_score"].numpy(), [0.2, 0.2])
+    assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1], "reset: one frame each"
+
+
+def test_set_reward_model_keeps_enable_fixed(ctx: Ctx) -> None:
+    with pytest.raises(ValueError, match=r"reward_model\.enable is fixed when the env is built"):
+        ctx.env.set_reward_model(ctx.base.replace(enable=False))
+    with pytest.raises(ValueError, match=r"reward_model\.nframes"):
+        ctx.env.set_reward_model({**ctx.base.model_dump(), "nframes": 0})
+    with pytest.raises(AttributeError):
+        ctx.env.reward_model = ctx.base  # read-only: a silent half-change is impossible

@@ -38,6 +38,7 @@ class Rollout:
 
     def __init__(self, env: Any, tmp: Path, port: int) -> None:
         self.env, self.tmp, self.port = env, tmp, port
+        self.base = env.reward_model  # the module's block, as the env was built with it
         self.server = self.start_server()
         self.raw: list[RawServer] = []
 
@@ -51,11 +52,19 @@ class Rollout:
         self.raw.append(RawServer(reply, stall))
         return self.raw[-1].endpoint
 
+    def healthy_server(self) -> ServerProcess:
+        """The real server on the module's port, started again if a fault killed it."""
+        if self.server.proc.poll() is not None:
+            self.start_server()
+        return self.server
+
     def point_at(self, endpoint: str, **changes: Any) -> None:
-        """Change reward settings between episodes (tests only: the client reads them per call)."""
-        cfg = self.env.reward_model.replace(endpoint=endpoint, **changes)
-        self.env.reward_model = cfg
-        self.env._client.cfg = cfg
+        """The next episodes' settings: the module's block with ``endpoint`` and ``changes``.
+
+        Set through the env's public ``set_reward_model`` (between episodes), from the
+        module's block every time, so no test depends on what an earlier one set.
+        """
+        self.env.set_reward_model(self.base.replace(endpoint=endpoint, **changes))
 
     def episode(self) -> tuple[float, dict[str, float]]:
         """Reset, one chunk to the end of the episode; (reward sum, the episode's VLM metrics)."""
@@ -114,6 +123,7 @@ FAULTS: list[tuple[str, Callable[[Rollout], str], tuple[bool, str | None]]] = [
 
 
 def test_lenient_rollout_survives_every_fault_as_a_counted_fallback(rollout: Rollout) -> None:
+    rollout.healthy_server()
     seen = []
     for name, inject, (fallback, _) in FAULTS:
         rollout.point_at(inject(rollout), fail_on_request_error=False)
@@ -138,9 +148,7 @@ def test_strict_rollout_stops_naming_the_endpoint_then_rolls_on(rollout: Rollout
         rollout.env.chunk_step(idle_actions(1, STEPS))
     assert info.value.kind == "inference_error"
     assert endpoint in str(info.value) and "HTTP 500" in str(info.value) and "CUDA OOM" in str(info.value)
-    if rollout.server.proc.poll() is not None:  # the lenient test may have run first, or not
-        rollout.start_server()
-    rollout.point_at(rollout.server.endpoint, fail_on_request_error=True)
+    rollout.point_at(rollout.healthy_server().endpoint, fail_on_request_error=True)
     reward, metrics = rollout.episode()
     assert (reward, metrics["vlm_fallback"], metrics["vlm_score"]) == (
         pytest.approx(COEF),

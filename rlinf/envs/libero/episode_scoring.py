@@ -1,69 +1,78 @@
-"""Per-episode bookkeeping of the VLM reward: the success signal, metrics and the JSONL log."""
+"""The VLM reward's JSONL episode log: where it goes, what one line holds, how lines are written.
+
+The success signal and the metrics are computed in :mod:`rlinf.envs.libero.episode_reward`.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import ScoreResult
 
-# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...).
-VLM_METRIC_KEYS = (
-    "vlm_scored",  # 1 once the current episode has been scored
-    "vlm_score",  # the score in [0, 1] (the fallback when the call failed)
-    "vlm_success",  # score >= success_threshold
-    "native_success",  # the simulator's success at any step of the episode
-    "vlm_native_agree",  # vlm_success == native_success
-    "vlm_fallback",  # 1 if the fallback score was used
-    "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
-)
+if TYPE_CHECKING:
+    from rlinf.envs.libero.vlm_reward_client import ScoreResult
+
+SPLITS = ("train", "eval")
 
 
-def success_signal(score: float, cfg: RewardModelConfig) -> float:
-    """The value fed into RLinf's reward shaping in place of the termination flag."""
-    if cfg.binary_reward:
-        return float(score >= cfg.success_threshold)
-    return float(score)
+def episode_log_path(log_dir: str, split: str, rank: int) -> str:
+    """``<log_dir>/vlm_episodes_<split>_rank<rank>.jsonl``; ``rank`` is the env worker's rank.
+
+    Every env of one worker (RLinf's pipeline stages) writes to its worker's file; the
+    lines tell them apart by ``seed_offset``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"rank must be an int >= 0, got {rank!r}.")
+    return os.path.join(log_dir, f"vlm_episodes_{split}_rank{rank}.jsonl")
 
 
-def episode_metrics(result: ScoreResult, native_success: bool, cfg: RewardModelConfig) -> dict[str, float]:
-    """Metric values of one scored episode, keyed like :data:`VLM_METRIC_KEYS`."""
-    vlm_success = result.score >= cfg.success_threshold
-    return {
-        "vlm_scored": 1.0,
-        "vlm_score": result.score,
-        "vlm_success": float(vlm_success),
-        "native_success": float(native_success),
-        "vlm_native_agree": float(vlm_success == native_success),
-        "vlm_fallback": float(result.fallback),
-        "vlm_latency_s": result.latency_s,
-    }
+def worker_rank(worker_info: Any) -> int:
+    """The env worker's rank, RLinf's ``WorkerInfo.rank``; 0 for an env built outside a worker.
+
+    (RLinf's ``seed_offset`` is ``rank * stage_num + stage``: not the rank once a worker
+    runs several pipeline stages.)
+    """
+    if worker_info is None:
+        return 0
+    rank = getattr(worker_info, "rank", None)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"worker_info.rank must be an int >= 0, got {rank!r}.")
+    return rank
 
 
 class EpisodeLog:
     """Append-only JSONL file, one line per scored episode; safe to share between threads.
 
-    Lines are flushed as they are written, so a crashed run keeps every episode it scored.
+    Each line goes out in one ``write`` on a file opened with ``O_APPEND``, so several logs
+    on the same path (the envs of one worker) never interleave their lines, and a crashed
+    run keeps every episode it scored.
     """
 
     def __init__(self, path: str) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         self.path = path
         self._lock = threading.Lock()
-        self._handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the run
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, allow_nan=False)
+        data = (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
         with self._lock:
-            self._handle.write(line + "\n")
-            self._handle.flush()
+            if self._fd is None:
+                raise ValueError(f"episode log {self.path} is closed.")
+            view = memoryview(data)
+            while view:  # a regular file takes it whole; the loop only guards a short write
+                view = view[os.write(self._fd, view) :]
 
     def close(self) -> None:
         with self._lock:
-            self._handle.close()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
 
 def episode_record(result: ScoreResult, native_success: bool, cfg: RewardModelConfig, **meta: Any) -> dict:

@@ -1,23 +1,25 @@
-"""The project's LIBERO environment: RLinf's ``LiberoEnv`` plus an opt-in VLM reward model."""
+"""The project's LIBERO environment: RLinf's ``LiberoEnv`` plus an opt-in VLM reward model.
+
+This module is the wiring only: hooks into RLinf's ``LiberoEnv`` that feed the pure
+episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the scoring client
+(:mod:`rlinf.envs.libero.vlm_reward_client`) and the JSONL episode log
+(:mod:`rlinf.envs.libero.episode_scoring`).
+"""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 import torch
 
 from rlinf._overlay import load_installed_module
-from rlinf.envs.libero.episode_scoring import (
-    VLM_METRIC_KEYS,
-    EpisodeLog,
-    episode_metrics,
-    episode_record,
-    success_signal,
-)
+from rlinf.envs.libero.episode_reward import EpisodeRewards, Scored, Shaping
+from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_log_path, episode_record, worker_rank
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient
+from rlinf.envs.libero.vlm_reward_client import Episode, ScoreResult, VLMRewardClient
 
 _upstream = load_installed_module(__name__)
 
@@ -31,210 +33,211 @@ class LiberoEnv(_upstream.LiberoEnv):
     With ``reward_model.enable: True``:
 
     * Cached: the policy's main image (upright ``full_image``) of every step of each env's
-      current episode, the reset frame included; cleared on reset and after scoring.
-    * When the call fires: once per episode, at its first termination or truncation (an
-      ended env is not scored again before it is reset). All episodes that end in one
-      ``chunk_step`` are scored together at the end of it, before any auto-reset.
+      current episode, the reset frame included; dropped once the episode is scored.
+    * When the call fires: once per episode, the moment it first terminates or truncates
+      (an ended env is not scored again before it is reset): its frames go to the client
+      and the request is in flight while the chunk goes on. The results are collected at
+      the end of ``chunk_step``, or before an auto-reset; a ``step`` called on its own is a
+      chunk of one, so its episode is scored before it returns.
     * Reward: RLinf's ``_calc_step_reward`` with the VLM signal ``s`` in place of the
       termination flag: ``s = 0`` until the end step, then ``1[score >= success_threshold]``
       (``binary_reward``) or the score itself, held until reset (as the native flag is held
       while the simulator keeps reporting success). So ``reward_coef``, ``use_rel_reward``
       and the step penalty apply as usual. With ``use_for_training: False`` (shadow mode)
       the reward stays native and the VLM is only scored and logged.
-    * Info keys: ``infos["episode"]`` gains ``VLM_METRIC_KEYS`` (values of each env's
-      current episode, 0 until scored); RLinf averages them into ``env/...`` metrics.
-      When training on the VLM reward, ``return`` (and ``reward``, the return per step) is the
-      return trained on: the rewards of the episode's steps up to and including its end step,
-      VLM term included. RLinf sums rewards while the simulator has not reported success, and
-      before the VLM term is known, so its own count would miss the term (see ``_record_metrics``).
-    * Episode log: one JSONL line per scored episode in ``reward_model.episode_log_dir``.
+    * Info keys: ``infos["episode"]`` of the chunk's last step (and the ``final_info`` of an
+      auto-reset) gains ``VLM_METRIC_KEYS`` (values of each env's current episode, 0 until
+      scored); RLinf averages them into ``env/...`` metrics. When training on the VLM
+      reward, ``return`` (and ``reward``, the return per step) is the return trained on: the
+      rewards of the episode's steps up to and including its end step, VLM term included.
+    * Episode log: one JSONL line per scored episode in
+      ``<episode_log_dir>/vlm_episodes_<train|eval>_rank<N>.jsonl``, ``N`` the env worker's
+      rank (``worker_info.rank``; 0 outside a worker).
+
+    :meth:`set_reward_model` changes the ``reward_model`` block between episodes.
     """
 
     def __init__(self, cfg: Any, num_envs: int, seed_offset: int, total_num_processes: int, worker_info: Any):
-        self.reward_model = RewardModelConfig.from_mapping(cfg.get("reward_model", None))
+        self._reward_model = RewardModelConfig.from_mapping(cfg.get("reward_model", None))
+        self._rewards: EpisodeRewards | None = None
+        self._client: VLMRewardClient | None = None
+        self._log: EpisodeLog | None = None
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
-        if self.reward_model.enable:
-            self._init_reward_model()
+        self._worker_rank = worker_rank(worker_info)
+        if self._reward_model.enable:
+            self._client = VLMRewardClient(self._reward_model)
+            self._log = self._open_episode_log(self._reward_model)
+            self._rewards = EpisodeRewards(num_envs, self._reward_model, self._submit)
+
+    # ---- public surface ---------------------------------------------------------------
+
+    @property
+    def reward_model(self) -> RewardModelConfig:
+        """The validated ``reward_model`` block in force (change it with :meth:`set_reward_model`)."""
+        return self._reward_model
+
+    @property
+    def episode_rewards(self) -> EpisodeRewards | None:
+        """The episode-reward core (frame cache, pending scores, held signal); None when disabled."""
+        return self._rewards
+
+    @property
+    def reward_client(self) -> VLMRewardClient | None:
+        """The scoring client in use; None when disabled."""
+        return self._client
+
+    def set_reward_model(self, reward_model: RewardModelConfig | Mapping[str, Any]) -> RewardModelConfig:
+        """Use ``reward_model`` (a whole block, validated like the YAML's) for the episodes to come.
+
+        Call it between episodes: ``RuntimeError`` while a chunk is running or a score is
+        pending. ``enable`` is fixed when the env is built (``ValueError``). The client is
+        rebuilt (endpoint, timeouts, pool) and the episode log reopened if its dir changed.
+        """
+        new = (
+            reward_model
+            if isinstance(reward_model, RewardModelConfig)
+            else RewardModelConfig.from_mapping(reward_model)
+        )
+        if new.enable != self._reward_model.enable:
+            raise ValueError(
+                "reward_model.enable is fixed when the env is built "
+                f"(built with {self._reward_model.enable}), got {new.enable}; build another env."
+            )
+        if self._rewards is not None:
+            self._rewards.reconfigure(new)  # raises unless between episodes, before anything changes
+            old_client, self._client = self._client, VLMRewardClient(new)
+            old_client.close()
+            if new.episode_log_dir != self._reward_model.episode_log_dir:
+                if self._log is not None:
+                    self._log.close()
+                self._log = self._open_episode_log(new)
+        self._reward_model = new
+        return new
 
     # ---- hooks into RLinf's LiberoEnv -------------------------------------------------
 
     def reset(self, env_idx: Any = None, reset_state_ids: Any = None) -> tuple[dict, dict]:
         obs, infos = super().reset(env_idx=env_idx, reset_state_ids=reset_state_ids)
-        if self.reward_model.enable:
+        if self._rewards is not None:
             idx = np.arange(self.num_envs) if env_idx is None else np.atleast_1d(env_idx)
-            for i in idx:
-                self._start_episode(int(i), obs["main_images"][i])
+            images = obs["main_images"].numpy()
+            for env in idx:
+                self._rewards.start(int(env), images[int(env)])
         return obs, infos
 
     def step(self, actions: Any = None, auto_reset: bool = True) -> tuple:
-        if not self.reward_model.enable:
+        if self._rewards is None:
             return super().step(actions, auto_reset)
-        if not self._in_chunk:
-            self._chunk_pos = 0
-        obs, reward, terminations, truncations, infos = super().step(actions, auto_reset=False)
-        self._track_step(obs["main_images"], terminations | truncations)
-        self._chunk_pos += 1
-        dones = (terminations | truncations).cpu().numpy()
+        if self._rewards.window_open:  # one step of our chunk_step
+            return self._recorded_step(actions)
+        self._rewards.open_window()  # called on its own: a chunk of one step
+        try:
+            obs, reward, terminations, truncations, infos = self._recorded_step(actions)
+            self._collect(infos)
+            self._rewards.close_window(reward.numpy().reshape(-1, 1))
+        except BaseException:
+            self._rewards.abandon_window()
+            raise
+        dones = (terminations | truncations).numpy()
         if auto_reset and self.auto_reset and dones.any():
             obs, infos, _ = self._handle_auto_reset(dones, obs, infos)
-            self._apply_patches(reward.view(-1, 1))
         return obs, reward, terminations, truncations, infos
 
     def chunk_step(self, chunk_actions: Any) -> tuple:
-        if not self.reward_model.enable:
+        if self._rewards is None:
             return super().chunk_step(chunk_actions)
-        self._in_chunk, self._chunk_pos = True, 0
+        self._rewards.open_window()
         try:
             obs_list, rewards, terminations, truncations, infos_list = super().chunk_step(chunk_actions)
-        finally:
-            self._in_chunk = False
-        self._score_pending(infos_list[-1])  # without auto-reset nothing scored them yet
-        self._apply_patches(rewards)
+            self._collect(infos_list[-1])  # without an auto-reset nothing has collected them yet
+            self._rewards.close_window(rewards.numpy())
+        except BaseException:
+            self._rewards.abandon_window()
+            raise
         return obs_list, rewards, terminations, truncations, infos_list
 
     def _handle_auto_reset(self, dones: np.ndarray, final_obs: Any, infos: dict) -> tuple:
-        if self.reward_model.enable:
-            self._score_pending(infos)  # before the reset clears the frames and success flags
+        if self._rewards is not None:
+            self._collect(infos)  # before the reset clears the episode (its final_info gets the metrics)
         return super()._handle_auto_reset(dones, final_obs, infos)
 
     def _calc_step_reward(self, terminations: np.ndarray) -> np.ndarray:
-        if self.reward_model.enable and self.reward_model.use_for_training:
-            return super()._calc_step_reward(self._signal.copy())
+        if self._trains_on_vlm:
+            return super()._calc_step_reward(self._rewards.signal.copy())
         return super()._calc_step_reward(terminations)
 
     def _record_metrics(self, step_reward: np.ndarray, terminations: np.ndarray, infos: dict) -> dict:
-        """RLinf's metrics, with ``return`` counted over the VLM episode when training on it.
-
-        RLinf adds a step's reward to the return while ``success_once`` is unset. A VLM episode
-        ends at its first termination or truncation and gets its reward at that step, which
-        (with ``ignore_terminations``) can come after a native success, so here the steps up to
-        and including the end step count. The VLM term itself is added when it is known, in
-        :meth:`_score_pending`.
-        """
+        """RLinf's metrics, with ``return`` counted over the VLM episode when training on it."""
         if not self._trains_on_vlm:
             return super()._record_metrics(step_reward, terminations, infos)
         counted_by_rlinf = ~self.success_once  # before RLinf updates it for this step
         infos = super()._record_metrics(step_reward, terminations, infos)
-        counted = ~self._ended  # this step included: _track_step marks the end after it
-        self.returns += step_reward * (counted.astype(float) - counted_by_rlinf.astype(float))
+        self._rewards.count_return(self.returns, step_reward, counted_by_rlinf)
         self._publish_return(infos["episode"])
         return infos
 
-    def _publish_return(self, episode_info: dict) -> None:
-        """Write the current ``return`` and ``reward`` (return per step) into ``infos["episode"]``."""
-        lengths = np.where(self._ended, self._length_at_end, self.elapsed_steps)
-        episode_info["return"] = torch.as_tensor(self.returns.copy())
-        episode_info["reward"] = torch.as_tensor(self.returns / np.maximum(lengths, 1))
-
     def close(self) -> None:
-        """Release the reward client and the episode log (the env processes stay RLinf's)."""
-        if self.reward_model.enable:
+        """Wait for in-flight calls; release the client and the episode log (RLinf keeps its processes)."""
+        if self._client is not None:
             self._client.close()
-            if self._log is not None:
-                self._log.close()
+        if self._log is not None:
+            self._log.close()
         super().close()
 
-    # ---- episode tracking -------------------------------------------------------------
+    # ---- feeding the core -------------------------------------------------------------
 
     @property
     def _trains_on_vlm(self) -> bool:
-        return self.reward_model.enable and self.reward_model.use_for_training
+        return self._reward_model.enable and self._reward_model.use_for_training
 
-    def _init_reward_model(self) -> None:
-        n = self.num_envs
-        self._client = VLMRewardClient(self.reward_model)
-        self._log = self._open_episode_log()
-        self._frames: list[list[np.ndarray]] = [[] for _ in range(n)]
-        self._ended = np.zeros(n, dtype=bool)
-        self._native_at_end = np.zeros(n, dtype=bool)
-        self._length_at_end = np.zeros(n, dtype=np.int64)
-        self._signal = np.zeros(n)  # the s fed to _calc_step_reward, held after the end step
-        self._pending: dict[int, int] = {}  # env -> position of its end step in this chunk
-        self._patches: list[tuple[int, int, float]] = []  # (env, chunk position, s)
-        self._metrics = {key: np.zeros(n) for key in VLM_METRIC_KEYS}
-        self._episode_counter = np.zeros(n, dtype=np.int64)
-        self._in_chunk, self._chunk_pos = False, 0
+    def _submit(self, env: int, frames: list[np.ndarray], native_success: bool) -> Future[ScoreResult]:
+        return self._client.submit(Episode(self.task_descriptions[env], frames, native_success))
 
-    def _open_episode_log(self) -> EpisodeLog | None:
-        log_dir = self.reward_model.episode_log_dir
-        if log_dir is None:
-            return None
-        split = "eval" if self.is_eval else "train"
-        return EpisodeLog(os.path.join(log_dir, f"vlm_episodes_{split}_rank{self.seed_offset}.jsonl"))
+    def _recorded_step(self, actions: Any) -> tuple:
+        obs, reward, terminations, truncations, infos = super().step(actions, auto_reset=False)
+        dones = (terminations | truncations).numpy()
+        self._rewards.record_step(obs["main_images"].numpy(), dones, self.success_once, self.elapsed_steps)
+        return obs, reward, terminations, truncations, infos
 
-    def _start_episode(self, env: int, main_image: torch.Tensor) -> None:
-        self._frames[env] = [main_image.cpu().numpy().copy()]
-        self._ended[env] = False
-        self._signal[env] = 0.0
-        self._pending.pop(env, None)
-        for values in self._metrics.values():
-            values[env] = 0.0
-
-    def _track_step(self, main_images: torch.Tensor, dones: torch.Tensor) -> None:
-        for env in map(int, np.flatnonzero(~self._ended)):
-            self._frames[env].append(main_images[env].cpu().numpy().copy())
-            if bool(dones[env]):
-                self._ended[env] = True
-                self._pending[env] = self._chunk_pos
-                self._native_at_end[env] = bool(self.success_once[env])
-                self._length_at_end[env] = int(self.elapsed_steps[env])
-
-    def _score_pending(self, infos: dict) -> None:
-        """Score every episode that ended since the last call, in one concurrent round trip."""
-        envs = sorted(self._pending)
-        episodes = [
-            Episode(self.task_descriptions[env], self._frames[env], bool(self._native_at_end[env]))
-            for env in envs
-        ]
-        results = self._client.score_many(episodes)
-        for env, result in zip(envs, results, strict=True):
-            native = bool(self._native_at_end[env])
-            if self.reward_model.use_for_training:
-                signal = success_signal(result.score, self.reward_model)
-                self._patches.append((env, self._pending[env], signal))
-                self.returns[env] += float(self.cfg.reward_coef) * signal  # the end step's VLM term
-            for key, value in episode_metrics(result, native, self.reward_model).items():
-                self._metrics[key][env] = value
+    def _collect(self, infos: dict) -> None:
+        """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""
+        shaping = Shaping(float(self.cfg.reward_coef), bool(self.use_rel_reward))
+        for scored in self._rewards.collect(self.returns, self.prev_step_reward, shaping):
             if self._log is not None:
-                self._log.write(episode_record(result, native, self.reward_model, **self._episode_meta(env)))
-            self._episode_counter[env] += 1
-            self._frames[env] = []  # scored: the frames are not needed any more
-        self._pending.clear()
+                meta = self._episode_meta(scored)
+                self._log.write(
+                    episode_record(scored.result, scored.native_success, self._reward_model, **meta)
+                )
         if "episode" in infos:
-            infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._metrics.items()})
-            if self.reward_model.use_for_training:
+            infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._rewards.metrics.items()})
+            if self._trains_on_vlm:
                 self._publish_return(infos["episode"])
 
-    def _episode_meta(self, env: int) -> dict[str, Any]:
+    def _publish_return(self, episode_info: dict) -> None:
+        """Write the current ``return`` and ``reward`` (return per step) into ``infos["episode"]``."""
+        lengths = self._rewards.lengths(self.elapsed_steps)
+        episode_info["return"] = torch.as_tensor(self.returns.copy())
+        episode_info["reward"] = torch.as_tensor(self.returns / np.maximum(lengths, 1))
+
+    def _open_episode_log(self, cfg: RewardModelConfig) -> EpisodeLog | None:
+        if cfg.episode_log_dir is None:
+            return None
+        split = "eval" if self.is_eval else "train"
+        return EpisodeLog(episode_log_path(cfg.episode_log_dir, split, self._worker_rank))
+
+    def _episode_meta(self, scored: Scored) -> dict[str, Any]:
+        env = scored.env  # collected before any reset: the ids are still the ended episode's
         task_id, trial_id = int(self.task_ids[env]), int(self.trial_ids[env])
         first_state_of_task = int(self.cumsum_trial_id_bins[task_id - 1]) if task_id > 0 else 0
         return {
             "split": "eval" if self.is_eval else "train",
-            "rank": int(self.seed_offset),
+            "rank": self._worker_rank,
+            "seed_offset": int(self.seed_offset),
             "env": env,
-            "episode": int(self._episode_counter[env]),
+            "episode": scored.episode,
             "task_id": task_id,
             "task_text": self.task_descriptions[env],
             "trial_id": trial_id,
             "reset_state_id": first_state_of_task + trial_id,
-            "episode_length": int(self._length_at_end[env]),
+            "episode_length": scored.length,
         }
-
-    def _apply_patches(self, rewards: torch.Tensor) -> None:
-        """Add the VLM signal to the rewards of this chunk, now that the scores are known.
-
-        Every step of the chunk was shaped with ``s = 0`` for the ended envs; the difference
-        to the exact formula is ``reward_coef * s`` at the end step and, without
-        ``use_rel_reward``, at each later step of the chunk (``s`` is held).
-        """
-        coef = float(self.cfg.reward_coef)
-        for env, pos, signal in self._patches:
-            if self.use_rel_reward:
-                rewards[env, pos] += coef * signal
-            else:
-                rewards[env, pos:] += coef * signal
-            if self._ended[env]:  # not auto-reset since: later steps shape with the held s
-                self._signal[env] = signal
-                if self.use_rel_reward:
-                    self.prev_step_reward[env] += coef * signal
-        self._patches.clear()
