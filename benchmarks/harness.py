@@ -5,8 +5,9 @@ compare numbers taken at different times: :func:`interleave` runs the contenders
 alternation within one run (rotating which goes first), and ratios are taken per
 repetition, pair by pair, before the median. Tables show the median and the min/max.
 
-The reward server launcher is a small copy of ``tests/support/server.py`` that reports
-failures with ``RuntimeError`` instead of ``pytest.fail``: a benchmark is a plain script.
+The reward server is :class:`vlm_reward.server_process.RewardServerProcess`, as in the job
+and the tests, reporting failures with ``RuntimeError`` instead of ``pytest.fail``: a
+benchmark is a plain script.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -26,9 +25,8 @@ from typing import Any
 
 import numpy as np
 import psutil
-import requests
 
-from examples.embodiment.reward_eval.local_server import free_port, stop
+from vlm_reward.server_process import RewardServerProcess, ServerStartError
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
@@ -167,12 +165,14 @@ def header(title: str) -> None:
 # ---- the reward server ----------------------------------------------------------------
 
 
-class RewardServer:
+class RewardServer(RewardServerProcess):
     """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process.
 
-    ``plugins`` are imported with ``--plugin`` (the test backends live in
-    ``tests.support.fake_backends``). The log goes to ``log_path``. ``repo`` is the checkout
-    whose server runs (another one measures an older version side by side).
+    A thin adapter over :class:`vlm_reward.server_process.RewardServerProcess` (the launcher
+    of the evaluation job and the tests): the server logs at ``warning`` level, ``plugins``
+    default to the test backends of ``tests.support.fake_backends``, ``repo`` is the
+    checkout whose server runs (another one measures an older version side by side), and a
+    server that never gets ready raises ``RuntimeError`` with the tail of its log.
     """
 
     def __init__(
@@ -184,29 +184,8 @@ class RewardServer:
         port: int | None = None,
         repo: Path = REPO,
     ) -> None:
-        self.port = port or free_port()
-        self.log_path = log_path
-        cmd = [sys.executable, "-m", "vlm_reward.libero_reward_server"]
-        for plugin in plugins:
-            cmd += ["--plugin", plugin]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning", *args]
-        path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                cmd, cwd=repo, env={**os.environ, "PYTHONPATH": path, **(env or {})}, stdout=log, stderr=log
-            )
-
-    @property
-    def endpoint(self) -> str:
-        """The ``/score`` URL."""
-        return self.url("/score")
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        args = ["--log-level", "warning", *args]
+        super().__init__(args, log_path, plugins=plugins, env=env, port=port, repo=repo)
 
     def rss_bytes(self) -> int:
         """Resident memory of the server process now."""
@@ -214,30 +193,11 @@ class RewardServer:
 
     def wait_ready(self, timeout: float = 120.0) -> RewardServer:
         """Block until ``/health`` is 200; ``RuntimeError`` with the log tail if it never is."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"reward server exited with {self.proc.returncode}:\n{self._tail()}")
-            try:
-                if requests.get(self.url("/health"), timeout=2).status_code == 200:
-                    return self
-            except requests.ConnectionError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError(f"reward server not ready after {timeout} s:\n{self._tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit within 15 s."""
-        stop(self.proc)
-
-    def __enter__(self) -> RewardServer:
-        return self.wait_ready()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-3000:]
+        try:
+            super().wait_ready(timeout)
+        except ServerStartError as exc:
+            raise RuntimeError(f"{exc}:\n{self.log()[-3000:]}") from exc
+        return self
 
 
 # ---- LIBERO and frames ----------------------------------------------------------------

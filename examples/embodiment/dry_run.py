@@ -27,7 +27,7 @@ import numpy as np
 import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from examples.embodiment.reward_eval.local_server import health_url
+from vlm_reward.server_process import health_url
 
 
 class SetupError(RuntimeError):

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from examples.embodiment.reward_eval import compare_runs
+from examples.embodiment.reward_eval.analysis import training_runs
+from examples.embodiment.reward_eval.commands import compare
 
 NATIVE_SUCCESS = [0.10, 0.30, 0.25, 0.50, 0.40]  # best 0.50 at step 3, final 0.40 at step 4
 VLM_SUCCESS = [0.05, 0.20, 0.45, 0.35, 0.60]  # best = final = 0.60 at step 4
@@ -46,7 +47,7 @@ def _write_jsonl(log_dir: Path, records: Sequence[dict]) -> None:
 
 
 def _compare(tmp_path: Path, *extra: str) -> int:
-    return compare_runs.main(
+    return compare.main(
         [str(tmp_path / "native"), str(tmp_path / "vlm"), "--out", str(tmp_path / "out"), *extra]
     )
 
@@ -95,8 +96,8 @@ def test_agreement_comes_from_the_jsonl_in_windows_when_the_scalar_is_missing(tm
             _episode(2, 1, native=True, vlm=False),
         ],
     )
-    curves = compare_runs.load_run(
-        "vlm", tmp_path / "vlm", compare_runs.NATIVE_TAG, compare_runs.AGREE_TAG, 2
+    curves = training_runs.load_run(
+        "vlm", tmp_path / "vlm", training_runs.NATIVE_TAG, training_runs.AGREE_TAG, 2
     )
     assert curves.agreement is not None
     np.testing.assert_array_equal(curves.agreement.x, [2, 4, 5])
@@ -143,3 +144,19 @@ def test_labels_must_be_two(runs: Path, capsys) -> None:
         _compare(runs, "--labels", "only-one")
     assert exc.value.code == 2
     assert "--labels needs two non-empty comma-separated labels" in capsys.readouterr().err
+
+
+def test_a_broken_episode_log_line_is_named(tmp_path: Path, capsys) -> None:
+    _write_scalars(tmp_path / "native", {"env/success_once": NATIVE_SUCCESS})
+    _write_scalars(tmp_path / "vlm", {"env/success_once": VLM_SUCCESS})
+    _write_jsonl(tmp_path / "vlm", [_episode(0, 0, native=True, vlm=True)])
+    with (tmp_path / "vlm" / "vlm_episodes_train_rank0.jsonl").open("a") as log:
+        log.write('{"episode": 1, "native_suc')  # a crashed run's last line
+    assert _compare(tmp_path) == 1
+    assert "vlm_episodes_train_rank0.jsonl, line 2: not valid JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("window", [0, -1, 1.5, True], ids=["zero", "negative", "float", "bool"])
+def test_agreement_window_must_be_a_positive_integer(window: object) -> None:
+    with pytest.raises(ValueError, match=f"window must be an integer >= 1, got {window!r}"):
+        training_runs.windowed_agreement([_episode(0, 0, native=True, vlm=True)], window)  # type: ignore[arg-type]

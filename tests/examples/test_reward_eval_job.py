@@ -18,12 +18,15 @@ import pytest
 import requests
 from PIL import Image
 
-from examples.embodiment.reward_eval import rollout, run_output, scoring_options
-from examples.embodiment.reward_eval.local_server import RewardServerError, free_port
-from examples.embodiment.reward_eval.plots import read_video_frames
+from examples.embodiment.reward_eval.commands import options, rollout
+from examples.embodiment.reward_eval.commands import run as run_cmd
+from examples.embodiment.reward_eval.commands.judge import EndpointUnavailableError
+from examples.embodiment.reward_eval.commands.run_dir import run_command
 from examples.embodiment.reward_eval.policies import make_policy
+from examples.embodiment.reward_eval.report.plots import read_video_frames
 from tests.examples.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
 from tests.support.server import ServerProcess
+from vlm_reward.server_process import ServerStartError, free_port
 
 # ---------------------------------------------------------------------------- episode plan
 
@@ -40,7 +43,7 @@ from tests.support.server import ServerProcess
 def test_plan_maps_task_and_trial_to_rlinf_reset_state_ids(
     tasks: list[int], per_task: int, trials: list[int], expected: list[int]
 ) -> None:
-    assert rollout.plan_reset_state_ids(tasks, per_task, trials) == expected
+    assert run_cmd.plan_reset_state_ids(tasks, per_task, trials) == expected
 
 
 @pytest.mark.parametrize(
@@ -50,7 +53,7 @@ def test_plan_maps_task_and_trial_to_rlinf_reset_state_ids(
 )
 def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        rollout.plan_reset_state_ids(tasks, per_task, [50, 50])
+        run_cmd.plan_reset_state_ids(tasks, per_task, [50, 50])
 
 
 # ---------------------------------------------------------------------------- options
@@ -87,7 +90,7 @@ def test_plan_rejects_impossible_requests(tasks: list[int], per_task: int, messa
 )
 def test_bad_options_are_argparse_errors(argv: list[str], message: str, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
-        rollout.parse_args(argv)
+        run_cmd.parse_args(argv)
     assert exc.value.code == 2
     assert re.search(message, capsys.readouterr().err)
 
@@ -95,7 +98,7 @@ def test_bad_options_are_argparse_errors(argv: list[str], message: str, capsys) 
 @pytest.mark.slow
 def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys) -> None:
     with pytest.raises(SystemExit):
-        rollout.parse_args(["--tasks", "10", "--out", str(tmp_path / "run")])
+        run_cmd.parse_args(["--tasks", "10", "--out", str(tmp_path / "run")])
     assert "task id 10 is out of range; valid ids: 0..9" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
@@ -103,14 +106,14 @@ def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys
 def test_a_run_dir_with_an_episode_log_is_not_reused(tmp_path: Path, capsys) -> None:
     (tmp_path / "vlm_episodes_train_rank0.jsonl").write_text("{}\n")
     with pytest.raises(SystemExit):
-        rollout.parse_args(["--out", str(tmp_path)])
+        run_cmd.parse_args(["--out", str(tmp_path)])
     assert "already holds an episode log" in capsys.readouterr().err
 
 
 def _scoring_args(argv: list[str]):
-    parser = rollout.build_parser()
+    parser = run_cmd.build_parser()
     args = parser.parse_args(argv)
-    scoring_options.check_scoring_options(parser, args)
+    options.check_scoring_options(parser, args)
     return args
 
 
@@ -125,8 +128,13 @@ def test_an_unreachable_endpoint_ends_the_job_with_status_1_and_one_line(tmp_pat
 
 @pytest.mark.parametrize(
     ("failure", "status"),
-    [(None, 0), (RewardServerError("no server"), 1), (ValueError("a bug"), None)],
-    ids=["ok", "server-error-is-status-1", "other-errors-propagate"],
+    [
+        (None, 0),
+        (EndpointUnavailableError("no server"), 1),
+        (ServerStartError("no server"), 1),
+        (ValueError("a bug"), None),
+    ],
+    ids=["ok", "endpoint-unavailable-is-status-1", "server-start-is-status-1", "bugs-propagate"],
 )
 def test_run_command_maps_server_errors_to_status_1(
     failure: Exception | None, status: int | None, capsys
@@ -137,9 +145,9 @@ def test_run_command_maps_server_errors_to_status_1(
 
     if status is None:
         with pytest.raises(ValueError, match="a bug"):
-            run_output.run_command(execute, argparse.Namespace())
+            run_command(execute, argparse.Namespace())
         return
-    assert run_output.run_command(execute, argparse.Namespace()) == status
+    assert run_command(execute, argparse.Namespace()) == status
     assert ("[reward-eval] error: no server" in capsys.readouterr().err) is (status == 1)
 
 
@@ -147,7 +155,7 @@ def test_run_command_maps_server_errors_to_status_1(
 def test_without_a_model_the_tiny_random_checkpoint_is_built_into_the_run_dir(tmp_path: Path) -> None:
     args = _scoring_args([])
     assert args.backend == "qwen2_5_vl_hf"
-    model, random_model = scoring_options.resolve_model(args, tmp_path)
+    model, random_model = options.resolve_model(args, tmp_path)
     assert random_model is True and Path(model) == tmp_path / "tiny-qwen2.5-vl"
     assert (Path(model) / "config.json").is_file() and (Path(model) / "model.safetensors").is_file()
 
@@ -163,7 +171,7 @@ def test_without_a_model_the_tiny_random_checkpoint_is_built_into_the_run_dir(tm
 def test_a_given_model_or_endpoint_is_not_the_random_one(
     argv: list[str], expected: tuple, tmp_path: Path
 ) -> None:
-    assert scoring_options.resolve_model(_scoring_args(argv), tmp_path) == expected
+    assert options.resolve_model(_scoring_args(argv), tmp_path) == expected
     assert list(tmp_path.iterdir()) == [], "nothing built"
 
 

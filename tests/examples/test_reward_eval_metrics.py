@@ -1,4 +1,4 @@
-"""Tests for examples.embodiment.reward_eval.metrics: the judge's numbers against hand-computed ones.
+"""Tests for reward_eval.analysis (metrics, episode_log): the judge's numbers against hand-computed ones.
 
 Every expected value below was worked out by hand from the records in the same row (the
 comments show the arithmetic), so a wrong formula, a wrong denominator or a fallback episode
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from examples.embodiment.reward_eval.metrics import (
+from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
+from examples.embodiment.reward_eval.analysis.metrics import (
     DEFAULT_THRESHOLD,
     auroc,
     disagreements,
-    load_episodes,
     resolve_threshold,
     summarize,
 )

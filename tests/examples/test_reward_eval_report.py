@@ -1,4 +1,4 @@
-"""Tests for examples.embodiment.reward_eval.report (and the plots it draws) on hand-made records.
+"""Tests for reward_eval.report (the evaluation report, its plots and table) on hand-made records.
 
 The records carry real MP4s (written with the server's own encoder) for the disagreement
 strips, one whose video was deleted and one that never kept its video, so every branch of
@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from examples.embodiment.reward_eval.document import Para, Table, render_html, render_markdown
-from examples.embodiment.reward_eval.metrics import summarize
-from examples.embodiment.reward_eval.report import RANDOM_MODEL_WARNING, format_table, num, pct, write_report
+from examples.embodiment.reward_eval.analysis.metrics import summarize
+from examples.embodiment.reward_eval.report.document import Para, Table, render_html, render_markdown
+from examples.embodiment.reward_eval.report.evaluation import RANDOM_MODEL_WARNING, write_report
+from examples.embodiment.reward_eval.report.table import format_table, num, pct
 from tests.conftest import moving_square_frames
 from vlm_reward.video_io import encode_mp4
 

@@ -8,14 +8,15 @@ argparse error before any rollout. A fake venv stands in for ``.venv-vllm``.
 from __future__ import annotations
 
 import argparse
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
-from examples.embodiment.reward_eval import local_server, scoring_options
+from examples.embodiment.reward_eval.commands import judge, options
 from tests.support.vllm_venv import fake_venv
 from vlm_reward import runtime
+from vlm_reward.server_process import ServerStartError
 
 
 @pytest.fixture
@@ -23,23 +24,43 @@ def no_vllm_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runtime, "has_vllm", lambda: False)
 
 
+def _recording_python(venv: Path) -> Path:
+    """Make the fake venv's python a script that records its arguments and one variable, then
+    exits 3: a stand-in for the vLLM venv's interpreter that the job must start."""
+    python = venv / "bin" / "python"
+    script = ["#!/bin/sh", 'echo "$@" > "$(dirname "$0")/argv"']
+    script += ['echo "$VLLM_CPU_KVCACHE_SPACE" >> "$(dirname "$0")/argv"', "exit 3"]
+    python.write_text("\n".join(script) + "\n")
+    python.chmod(0o755)
+    return python
+
+
 @pytest.mark.usefixtures("no_vllm_here")
 def test_the_evaluation_job_starts_vllm_backends_on_the_vllm_venv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     venv = fake_venv(tmp_path / "venv")
+    python = _recording_python(venv)
     monkeypatch.setenv("VLLM_VENV", str(venv))
-    cmd = local_server.server_command("PRIMO-R1", "/m", 1234, tmp_path)
-    assert cmd[:3] == [str(venv / "bin" / "python"), "-m", "vlm_reward.libero_reward_server"]
-    assert local_server.server_command("qwen2_5_vl_hf", "/m", 1234, tmp_path)[0] == sys.executable
-    assert local_server.server_command("PRIMO-R1", "/m", 1, tmp_path, python="/x/python")[0] == "/x/python"
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    args = _scoring_args(["--backend", "PRIMO-R1", "--model", "/m", "--server-start-timeout", "60"])
+    log = tmp_path / "server.log"
+    with (
+        pytest.raises(ServerStartError, match=re.escape(f"the reward server exited with 3; see {log}")),
+        judge.scoring_endpoint(args, args.model, tmp_path / "videos", log),
+    ):
+        pytest.fail("a server that exits must not be yielded")
+    argv, kv_cache = (python.parent / "argv").read_text().splitlines()
+    assert argv.startswith("-m vlm_reward.libero_reward_server --host 127.0.0.1 --port ")
+    assert argv.endswith(f"--backend PRIMO-R1 --model /m --video-root {tmp_path / 'videos'}")
+    assert kv_cache == runtime.DEFAULT_CPU_KV_CACHE_GIB, "the CPU build gets a fixed KV cache"
 
 
 def _scoring_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    scoring_options.add_scoring_options(parser, "the env YAML")
+    options.add_scoring_options(parser, "the env YAML")
     args = parser.parse_args(argv)
-    scoring_options.check_scoring_options(parser, args)
+    options.check_scoring_options(parser, args)
     return args
 
 
@@ -50,7 +71,7 @@ def test_qwen_backends_default_to_the_tiny_checkpoint(
 ) -> None:
     monkeypatch.setenv("VLLM_VENV", str(fake_venv(tmp_path / "venv")))
     args = _scoring_args(["--backend", backend])
-    assert args.model is None and scoring_options.has_tiny_model(backend)
+    assert args.model is None and options.has_tiny_model(backend)
 
 
 @pytest.mark.usefixtures("no_vllm_here")

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from examples.embodiment.reward_eval.local_server import free_port, server_command, stop, wait_healthy
 from tests.support.server import REPO
 from vlm_reward.runtime import server_env, vllm_venv
+from vlm_reward.server_process import RewardServerProcess, ServerStartError, backend_args
 
 # Engine start is 20-40 s on a quiet machine, and over 100 s with cold caches and a busy CPU.
 ENGINE_START_TIMEOUT_S = 420.0
@@ -51,11 +51,12 @@ def repo_env(python: str, **extra: str) -> dict[str, str]:
     return {**os.environ, **server_env(python), "PYTHONPATH": path, **extra}
 
 
-class VllmServer:
+class VllmServer(RewardServerProcess):
     """``python -m vlm_reward.libero_reward_server`` on the vLLM venv, its log in a file.
 
-    Started in ``__init__`` without waiting, so a test module can start several engines
-    at once and then :meth:`wait_ready` for each.
+    A thin adapter over :class:`vlm_reward.server_process.RewardServerProcess`: started in
+    ``__init__`` without waiting, so a test module can start several engines at once and
+    then :meth:`wait_ready` for each; a server that never gets ready fails the test.
     """
 
     def __init__(
@@ -67,35 +68,16 @@ class VllmServer:
         log_path: Path,
         backend_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        self.port = free_port()
-        self.log_path = log_path
-        self.cmd = server_command(backend, model, self.port, video_root, (), backend_kwargs, python)
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                self.cmd, cwd=REPO, env=repo_env(python), stdout=log, stderr=log, stdin=subprocess.DEVNULL
-            )
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/score"
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        args = backend_args(backend, model, video_root, backend_kwargs)
+        super().__init__(args, log_path, python=python, repo=REPO)
 
     def wait_ready(self, timeout: float = ENGINE_START_TIMEOUT_S) -> VllmServer:
         """Wait for ``/health`` 200; fail with the log's tail if the server exits or never gets there."""
         try:
-            wait_healthy(self.proc, self.endpoint, self.log_path, timeout)
-        except Exception as exc:
+            super().wait_ready(timeout)
+        except ServerStartError as exc:
             pytest.fail(f"{exc}\n{self.log()[-6000:]}")
         return self
-
-    def stop(self) -> int:
-        stop(self.proc)
-        return self.proc.returncode
 
 
 def run_in_vllm_venv(

@@ -40,7 +40,6 @@ from typing import Any
 import pytest
 import requests
 
-from examples.embodiment.reward_eval.local_server import free_port
 from tests.support.server import REPO
 from tests.support.vllm_venv import (
     ENGINE_START_TIMEOUT_S,
@@ -52,6 +51,7 @@ from tests.support.vllm_venv import (
 )
 from vlm_reward.backends import ScoreJob
 from vlm_reward.runtime import vllm_venv
+from vlm_reward.server_process import free_port
 
 # The clip is rendered by the LIBERO simulator, so every test here needs it.
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]

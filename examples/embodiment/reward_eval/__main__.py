@@ -1,7 +1,8 @@
 """``python -m examples.embodiment.reward_eval COMMAND [options]``: run, rescore or compare.
 
-Each command is its own module with its own ``--help``; this only dispatches, importing
-the command's module lazily so ``--help`` does not pay for LIBERO or torch.
+Each command is its own module of :mod:`.commands` with its own ``--help``; this only
+dispatches, importing the command's module lazily so ``--help`` does not pay for LIBERO or
+torch.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Sequence
 
 PROG = "python -m examples.embodiment.reward_eval"
 COMMANDS = {
-    "run": ("rollout", "roll out LIBERO-10 episodes, score them with a VLM reward server, write a report"),
+    "run": ("run", "roll out LIBERO-10 episodes, score them with a VLM reward server, write a report"),
     "rescore": ("rescore", "re-score a run's kept videos with another backend/model/threshold"),
-    "compare": ("compare_runs", "compare a native-reward and a VLM-reward training run (TensorBoard, JSONL)"),
+    "compare": ("compare", "compare a native-reward and a VLM-reward training run (TensorBoard, JSONL)"),
 }
 
 
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         valid = ", ".join(COMMANDS)
         print(f"{usage()}\n\n{PROG}: error: {problem}; valid commands: {valid}.", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"examples.embodiment.reward_eval.{COMMANDS[args[0]][0]}")
+    module = importlib.import_module(f"examples.embodiment.reward_eval.commands.{COMMANDS[args[0]][0]}")
     return module.main(args[1:])
 
 

@@ -1,24 +1,22 @@
-"""The scoring options shared by ``run`` and ``rescore``: which server, which judge, which threshold.
+"""The options the commands share: argparse types, and which server, judge and threshold score.
 
-Either ``--endpoint URL`` (a server that is already running) or ``--backend NAME
-[--model PATH]`` (the job starts a local server and stops it at the end; a vLLM backend
-runs on the vLLM venv when this interpreter has no vLLM, see :mod:`vlm_reward.runtime`).
+The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a server that
+is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
+stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
+vLLM, see :mod:`vlm_reward.runtime`).
 With a Qwen2.5-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
 ``--model`` the tiny random-weight checkpoint is built offline into the run dir, and the
 settings say ``random_model: true``: its scores mean nothing, the run only shows that every
-stage works.
+stage works. :mod:`.judge` turns them into the endpoint a command scores against.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.local_server import check_endpoint, local_reward_server
 from vlm_reward.backends import canonical_name
 from vlm_reward.protocol import SCORE_MODES
 from vlm_reward.runtime import server_python
@@ -27,6 +25,17 @@ from vlm_reward.runtime import server_python
 TINY_BACKENDS = ("qwen2_5_vl_hf", "qwen2_5_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 LOCAL_ONLY = ("model", "plugin", "server_kwargs")  # options that configure a server we start
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def json_object(text: str) -> dict[str, Any]:
@@ -181,25 +190,3 @@ def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
         if value is not None:
             overrides[key] = value
     return overrides
-
-
-@contextmanager
-def scoring_endpoint(
-    args: argparse.Namespace, model: str | None, video_root: Path, log_path: Path
-) -> Iterator[str]:
-    """Yield the ``/score`` URL: the given ``--endpoint`` (checked), or a local server's."""
-    if args.endpoint is not None:
-        check_endpoint(args.endpoint)
-        yield args.endpoint
-        return
-    with local_reward_server(
-        args.backend,
-        str(model),  # never None here: check_scoring_options + resolve_model see to it
-        video_root,
-        log_path,
-        plugins=args.plugin,
-        backend_kwargs=args.server_kwargs,
-        timeout=args.server_start_timeout,
-    ) as server:
-        print(f"[reward-eval] local {args.backend} server on {server.endpoint} (log: {log_path})")
-        yield server.endpoint

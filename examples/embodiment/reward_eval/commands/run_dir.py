@@ -14,21 +14,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.local_server import RewardServerError
+from examples.embodiment.reward_eval.analysis.episode_log import EPISODE_LOG_GLOB, episode_logs
+from examples.embodiment.reward_eval.commands.judge import JUDGE_ERRORS
 
-REPO = Path(__file__).resolve().parents[3]
-EPISODE_LOG_GLOB = "vlm_episodes_*.jsonl"
+REPO = Path(__file__).resolve().parents[4]
 
 
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
     """Run a job command (``run``, ``rescore``) on parsed ``args``; returns the exit status.
 
-    A reward server that cannot be started or reached is the user's to fix, not a bug: it
-    ends the command with its one-line message and status 1 instead of a traceback.
+    A reward server that cannot be started or reached (:data:`.judge.JUDGE_ERRORS`) is the
+    user's to fix, not a bug: it ends the command with its one-line message and status 1
+    instead of a traceback. Every other exception propagates.
     """
     try:
         execute(args)
-    except RewardServerError as exc:
+    except JUDGE_ERRORS as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -37,11 +38,6 @@ def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Nam
 def default_run_dir(prefix: str = "") -> Path:
     """``<repo>/runs/reward_eval/<prefix><timestamp>``: git-ignored, the same from any working dir."""
     return REPO / "runs" / "reward_eval" / f"{prefix}{time.strftime('%Y%m%d-%H%M%S')}"
-
-
-def episode_logs(run_dir: Path) -> list[Path]:
-    """The run dir's JSONL episode logs (one per env rank), sorted."""
-    return sorted(run_dir.glob(EPISODE_LOG_GLOB))
 
 
 def write_settings(run_dir: Path, settings: Mapping[str, Any]) -> Path:
@@ -61,8 +57,10 @@ def finish_report(run_dir: Path, settings: Mapping[str, Any], title: str) -> dic
 
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
-    from examples.embodiment.reward_eval.metrics import load_episodes, summarize
-    from examples.embodiment.reward_eval.report import format_table, write_report
+    from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
+    from examples.embodiment.reward_eval.analysis.metrics import summarize
+    from examples.embodiment.reward_eval.report.evaluation import write_report
+    from examples.embodiment.reward_eval.report.table import format_table
 
     logs = episode_logs(run_dir)
     if not logs:

@@ -5,7 +5,7 @@ the HTML always say the same thing. The images are the PNGs in the run directory
 by relative paths, so the directory can be copied or zipped as a whole.
 
 Every number in the documents comes from the ``summary`` of
-:func:`examples.embodiment.reward_eval.metrics.summarize`; only the disagreement strips read
+:func:`examples.embodiment.reward_eval.analysis.metrics.summarize`; only the disagreement strips read
 the records themselves (for the task text, the answer and the kept video).
 """
 
@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval import plots
-from examples.embodiment.reward_eval.document import (
+from examples.embodiment.reward_eval.analysis.metrics import disagreements, vlm_success
+from examples.embodiment.reward_eval.report import plots
+from examples.embodiment.reward_eval.report.document import (
     Alert,
     Block,
     Heading,
@@ -28,28 +29,13 @@ from examples.embodiment.reward_eval.document import (
     render_html,
     render_markdown,
 )
-from examples.embodiment.reward_eval.metrics import disagreements, vlm_success
+from examples.embodiment.reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
 
 MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
 ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long
-THRESHOLD_SOURCES = {
-    "argument": "set for this evaluation",
-    "records": "the run's success_threshold",
-    "default": "the env default; the records carry no success_threshold",
-}
 
 
-# ----------------------------------------------------------------------------- number formats
-
-
-def pct(value: float | None) -> str:
-    """A rate as a percentage with one decimal, ``n/a`` when undefined."""
-    return "n/a" if value is None else f"{value * 100:.1f}%"
-
-
-def num(value: float | None, digits: int = 3) -> str:
-    """A score-like number with ``digits`` decimals, ``n/a`` when undefined."""
-    return "n/a" if value is None else f"{value:.{digits}f}"
+# ----------------------------------------------------------------------------- report sections
 
 
 def _secs(value: float | None) -> str:
@@ -58,55 +44,6 @@ def _secs(value: float | None) -> str:
 
 def _fallbacks(block: Mapping[str, Any]) -> str:
     return f"{block['fallback_count']} ({pct(block['fallback_rate'])})"
-
-
-# ----------------------------------------------------------------------------- terminal table
-
-
-def format_table(summary: Mapping[str, Any]) -> str:
-    """A plain-text table for the terminal: overall and one row per task.
-
-    Columns: task, n, native SR, VLM SR, agreement, F1, AUROC, fallbacks, task text. VLM SR,
-    agreement, F1 and AUROC are over the judged (non-fallback) episodes.
-    """
-    _check_summary(summary)
-    header = ("task", "n", "native SR", "VLM SR", "agree", "F1", "AUROC", "fallbacks", "task text")
-    rows = [_table_row("overall", summary["overall"], "")]
-    rows += [_table_row(k, b, b["task_text"]) for k, b in summary["per_task"].items()]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
-
-    def line(row: tuple[str, ...]) -> str:
-        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:-1], widths[1:], strict=True)]
-        return "  ".join([*cells, row[-1]]).rstrip()
-
-    source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
-    note = f"VLM success = score >= {summary['threshold']:g} ({source}); judge metrics exclude fallbacks"
-    return "\n".join([note, line(header), *map(line, rows)])
-
-
-def _table_row(label: str, b: Mapping[str, Any], text: str) -> tuple[str, ...]:
-    return (
-        label,
-        str(b["n_episodes"]),
-        pct(b["native_success_rate"]),
-        pct(b["vlm_success_rate"]),
-        pct(b["agreement"]),
-        num(b["f1"]),
-        num(b["auroc"]),
-        str(b["fallback_count"]),
-        text if len(text) <= 60 else text[:59] + "…",
-    )
-
-
-def _check_summary(summary: Any) -> None:
-    required = {"overall", "per_task", "threshold", "threshold_source"}
-    if not isinstance(summary, Mapping) or not required <= summary.keys():
-        raise ValueError(
-            "summary must be the dict returned by metrics.summarize() (keys overall, per_task, ...)."
-        )
-
-
-# ----------------------------------------------------------------------------- report sections
 
 
 def _provenance(summary: Mapping[str, Any], settings: Mapping[str, Any]) -> list[Block]:
@@ -357,7 +294,7 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``summary.json``, ``report.md``, ``report.html`` and the PNGs into ``run_dir``.
 
-    ``summary`` must be :func:`metrics.summarize` of ``records`` (it is written to
+    ``summary`` must be :func:`..analysis.metrics.summarize` of ``records`` (it is written to
     ``summary.json`` unchanged). ``settings`` (backend, model, endpoint, ...) are listed as
     the provenance of the numbers, ``backend`` and ``model`` also in its opening lines;
     ``"random_model": True`` puts a warning at the top that the scores are meaningless.
@@ -366,7 +303,7 @@ def write_report(
     ``score_histograms_per_task`` (more than one task), ``latency_histogram`` (when latencies
     exist) and ``disagreement_<record index>`` (one per strip drawn).
     """
-    _check_summary(summary)
+    check_summary(summary)
     if not isinstance(title, str) or not title.strip():
         raise ValueError(f"title must be a non-empty string, got {title!r}.")
     if isinstance(max_strips, bool) or not isinstance(max_strips, int) or max_strips < 0:

@@ -10,9 +10,9 @@
    (``examples/embodiment/config/env/libero_10.yaml`` with ``reward_model.enable=True``),
    with the ``--policy`` choosing each chunk of actions; the env scores every episode once
    at its end and appends its JSONL line to the run dir;
-4. summarizes the JSONL (``metrics.summarize``), writes ``summary.json``, ``report.md``,
-   ``report.html`` and the plots (``report.write_report``), prints the short table and the
-   report's path.
+4. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
+   ``report.md``, ``report.html`` and the plots (``report.evaluation.write_report``), prints
+   the short table and the report's path.
 
 The run dir (``--out``) holds ``settings.json``, ``vlm_episodes_train_rank0.jsonl``, the
 kept episode videos (``videos/``, needed by ``rescore`` and the disagreement strips), the
@@ -27,42 +27,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
-from tqdm import tqdm
 
-from examples.embodiment.reward_eval.policies import Policy, make_policy, policy_names
-from examples.embodiment.reward_eval.run_output import (
+from examples.embodiment.reward_eval.analysis.episode_log import episode_logs
+from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
+from examples.embodiment.reward_eval.commands.options import (
+    add_scoring_options,
+    check_scoring_options,
+    json_object,
+    positive_int,
+    resolve_model,
+    reward_overrides,
+)
+from examples.embodiment.reward_eval.commands.rollout import make_env, rollout
+from examples.embodiment.reward_eval.commands.run_dir import (
     default_run_dir,
-    episode_logs,
     finish_report,
     plain_options,
     run_command,
     write_settings,
 )
-from examples.embodiment.reward_eval.scoring_options import (
-    add_scoring_options,
-    check_scoring_options,
-    json_object,
-    resolve_model,
-    reward_overrides,
-    scoring_endpoint,
-)
+from examples.embodiment.reward_eval.policies import make_policy, policy_names
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
 DEFAULT_TASKS = "0,1"
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def task_ids(text: str) -> list[int]:
@@ -202,63 +191,6 @@ def env_config(args: argparse.Namespace, endpoint: str, run_dir: Path) -> DictCo
     for key, value in block.items():
         OmegaConf.update(cfg, f"reward_model.{key}", value, force_add=True)
     return cfg
-
-
-def checked_actions(policy: Policy, actions: Any, num_envs: int, chunk: int) -> np.ndarray:
-    """The policy's actions as float32 ``(num_envs, chunk, 7)``; a wrong shape names the policy."""
-    actions = np.asarray(actions, dtype=np.float32)
-    if actions.shape != (num_envs, chunk, 7):
-        raise ValueError(
-            f"policy {policy.name!r} returned actions of shape {actions.shape}; "
-            f"expected {(num_envs, chunk, 7)}."
-        )
-    return actions
-
-
-def run_batch(env: Any, policy: Policy, reset_ids: Sequence[int], chunk: int) -> dict[str, np.ndarray]:
-    """Play one episode per id on envs ``0..len(reset_ids)-1`` until all of them have ended.
-
-    Envs beyond ``len(reset_ids)`` (a last, partial batch) keep stepping but are not reset,
-    so their ended episode is not scored again. Returns the episode metrics of the played
-    envs (``native_success``, ``vlm_success``, ...) after the last ``chunk_step``.
-    """
-    n = len(reset_ids)
-    obs, _ = env.reset(env_idx=np.arange(n), reset_state_ids=np.asarray(reset_ids))
-    policy.reset(env, obs)
-    ended = np.zeros(n, dtype=bool)
-    while not ended.all():
-        actions = checked_actions(policy, policy.act(env, obs, chunk), env.num_envs, chunk)
-        obs_list, _, terminations, truncations, infos_list = env.chunk_step(actions)
-        obs = obs_list[-1]
-        ended |= (terminations | truncations).any(dim=1).cpu().numpy()[:n]
-    episode = infos_list[-1]["episode"]
-    return {key: np.asarray(value)[:n] for key, value in episode.items()}
-
-
-def rollout(env: Any, policy: Policy, reset_ids: Sequence[int], chunk: int) -> None:
-    """All episodes, ``env.num_envs`` at a time, with a progress bar of native / VLM successes."""
-    native = vlm = done = 0
-    with tqdm(total=len(reset_ids), unit="episode", desc="episodes", file=sys.stderr) as bar:
-        bar.set_postfix(native="0/0", vlm="0/0")
-        for start in range(0, len(reset_ids), env.num_envs):
-            batch = reset_ids[start : start + env.num_envs]
-            metrics = run_batch(env, policy, batch, chunk)
-            done += len(batch)
-            native += int(metrics["native_success"].sum())
-            vlm += int(metrics["vlm_success"].sum())
-            bar.update(len(batch))
-            bar.set_postfix(native=f"{native}/{done}", vlm=f"{vlm}/{done}")
-
-
-def make_env(cfg: DictConfig, num_envs: int) -> Any:
-    """The project's LiberoEnv, ready for explicit ``reset_state_ids`` on its first reset."""
-    from rlinf.envs import get_env_cls
-
-    env = get_env_cls("libero")(
-        cfg, num_envs=num_envs, seed_offset=0, total_num_processes=1, worker_info=None
-    )
-    env.is_start = False  # RLinf's first reset would replace our reset_state_ids with its own
-    return env
 
 
 def run_settings(

@@ -28,21 +28,22 @@ from typing import Any
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from examples.embodiment.reward_eval.rollout import ENV_CONFIG, positive_int
-from examples.embodiment.reward_eval.run_output import (
+from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
+from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
+from examples.embodiment.reward_eval.commands.options import (
+    add_scoring_options,
+    check_scoring_options,
+    positive_int,
+    resolve_model,
+    reward_overrides,
+)
+from examples.embodiment.reward_eval.commands.run import ENV_CONFIG
+from examples.embodiment.reward_eval.commands.run_dir import (
     default_run_dir,
-    episode_logs,
     finish_report,
     plain_options,
     run_command,
     write_settings,
-)
-from examples.embodiment.reward_eval.scoring_options import (
-    add_scoring_options,
-    check_scoring_options,
-    resolve_model,
-    reward_overrides,
-    scoring_endpoint,
 )
 from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
@@ -103,8 +104,6 @@ def source_logs(source: Path) -> list[Path]:
 
 def load_sources(source: Path) -> dict[Path, tuple[list[dict], list[str]]]:
     """``{episode log: (records, their video paths)}``; ``ValueError`` when a video is missing."""
-    from examples.embodiment.reward_eval.metrics import load_episodes
-
     sources = {}
     for log in source_logs(source):
         records = load_episodes(log)

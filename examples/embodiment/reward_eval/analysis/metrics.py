@@ -1,7 +1,8 @@
 """How well the VLM's judgement matches the simulator's success: pure functions over episode records.
 
 The input is the list of JSONL lines the env writes per scored episode
-(:func:`rlinf.envs.libero.episode_scoring.episode_record`); only ``task_id``,
+(:func:`rlinf.envs.libero.episode_scoring.episode_record`, read by
+:func:`.episode_log.load_episodes`); only ``task_id``,
 ``native_success`` and ``vlm_score`` are required, the rest (``task_text``, ``fallback``,
 ``error``, ``error_kind``, ``latency_s``, ``success_threshold``, ``binary_reward``) is used
 when present.
@@ -35,9 +36,7 @@ with ``task_text`` too) has these keys; every ratio whose denominator is 0 is ``
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,30 +46,6 @@ import numpy as np
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
-
-
-def load_episodes(path: str | os.PathLike[str]) -> list[dict]:
-    """Read a JSONL episode log: one JSON object per line, blank lines skipped.
-
-    Raises ``ValueError`` naming the file and the 1-based line number of a line that is not
-    a JSON object (a truncated last line of a crashed run included: better to say so than to
-    silently evaluate fewer episodes).
-    """
-    records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg}).") from exc
-            if not isinstance(record, dict):
-                raise ValueError(
-                    f"{path}, line {number}: expected a JSON object, got {type(record).__name__}."
-                )
-            records.append(record)
-    return records
 
 
 @dataclass(frozen=True)

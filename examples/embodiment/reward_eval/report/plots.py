@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from examples.embodiment.reward_eval.metrics import task_key
+from examples.embodiment.reward_eval.analysis.metrics import task_key
 
 SUCCESS_COLOR = "#2a9d8f"  # native success
 FAILURE_COLOR = "#e76f51"  # native failure

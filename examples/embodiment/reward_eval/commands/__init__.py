@@ -1,0 +1,11 @@
+"""The commands of the evaluation tool and what they share.
+
+- ``run`` (:mod:`.run`): roll out, score every episode, report; :mod:`.rollout` plays the
+  episodes through ``LiberoEnv`` with a policy and shows the progress bar;
+- ``rescore`` (:mod:`.rescore`): a run's kept videos judged again;
+- ``compare`` (:mod:`.compare`): a native-reward and a VLM-reward training run side by side;
+- :mod:`.options`: argparse types and the scoring options of ``run`` and ``rescore``;
+- :mod:`.judge`: the reward server a command scores against: a checked ``--endpoint``, or a
+  local server started and stopped around the command;
+- :mod:`.run_dir`: ``settings.json``, the report at the end, and the exit status.
+"""

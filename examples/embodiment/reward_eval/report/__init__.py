@@ -1,0 +1,8 @@
+"""What a person reads: documents, figures and the terminal table.
+
+- :mod:`.document`: a block model rendered to Markdown and to standalone HTML;
+- :mod:`.evaluation`: the evaluation report (``summary.json``, ``report.md``, ``report.html``);
+- :mod:`.table`: the short terminal table and the number formats;
+- :mod:`.plots`: its PNG figures and the disagreement frame strips;
+- :mod:`.comparison`: ``compare.png`` and ``compare.md`` of two training runs.
+"""

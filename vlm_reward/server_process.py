@@ -1,0 +1,225 @@
+"""The reward server as a child process on 127.0.0.1: start it, wait for ``/health``, read its log, stop it.
+
+One launcher for everything that runs a server of its own: the evaluation job's local
+server (``examples.embodiment.reward_eval``), the end-to-end tests (``tests/support``) and
+the benchmarks (``benchmarks/harness.py``). It starts
+``PYTHON -m vlm_reward.libero_reward_server --host 127.0.0.1 --port PORT ARGS`` with its
+output in a log file, and it only uses the standard library, so it works wherever
+``vlm_reward`` imports.
+
+- ``python`` is the interpreter: for a backend, :func:`vlm_reward.runtime.server_python`
+  picks it (the vLLM venv for a vLLM backend when this interpreter has no vLLM); the child
+  also gets :func:`vlm_reward.runtime.server_env`'s defaults.
+- ``repo`` goes first on the child's ``PYTHONPATH`` and is its working directory, so
+  ``vlm_reward`` and ``--plugin`` modules of that checkout import from any interpreter (the
+  vLLM venv does not install ``vlm_reward``), and a benchmark can run an older checkout.
+- A server that exits, or whose ``/health`` never gets where the caller waits for it, is
+  stopped and reported with :class:`ServerStartError`, which names the log file: no caller
+  leaves a process behind because its start failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from vlm_reward.runtime import server_env
+
+REPO = Path(__file__).resolve().parents[1]
+HOST = "127.0.0.1"
+SERVER_MODULE = "vlm_reward.libero_reward_server"
+STOP_GRACE_S = 15.0  # uvicorn's graceful shutdown answers queued jobs first; then SIGKILL
+
+
+class ServerStartError(RuntimeError):
+    """A reward server process did not get ready: it exited, or ``/health`` never reached the
+    awaited state in time. The message names the log file to read."""
+
+
+@dataclass(frozen=True)
+class HealthReply:
+    """One answer of ``GET /health``: its status and body (what the wait predicates look at)."""
+
+    status_code: int
+    text: str
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``ValueError`` when it is not JSON)."""
+        return json.loads(self.text)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def health_url(endpoint: str) -> str:
+    """``http://host:port/score`` -> ``http://host:port/health``."""
+    parts = urlsplit(endpoint)
+    return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
+
+
+# The servers started here listen on 127.0.0.1: never ask an http_proxy of the environment.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def probe_health(url: str, timeout: float = 2.0) -> HealthReply | None:
+    """``GET url`` once, bypassing any proxy: the reply (any status), or ``None`` when nothing
+    answers (refused, reset, timed out)."""
+    try:
+        with _NO_PROXY.open(url, timeout=timeout) as response:
+            return HealthReply(response.status, response.read().decode("utf-8", "replace"))
+    except urllib.error.HTTPError as exc:  # a non-2xx answer is still an answer
+        return HealthReply(exc.code, exc.read().decode("utf-8", "replace"))
+    except (urllib.error.URLError, OSError):  # ConnectionError, timeouts, a half-open socket
+        return None
+
+
+def backend_args(
+    backend: str,
+    model: str,
+    video_root: str | os.PathLike[str],
+    backend_kwargs: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """The server options that choose what it serves: ``--backend``, ``--model``, ``--video-root``
+    and, when given, ``--backend-kwargs`` (as JSON)."""
+    args = ["--backend", backend, "--model", model, "--video-root", os.fspath(video_root)]
+    if backend_kwargs:
+        args += ["--backend-kwargs", json.dumps(dict(backend_kwargs))]
+    return args
+
+
+def server_command(python: str, port: int, args: Sequence[str], plugins: Sequence[str] = ()) -> list[str]:
+    """``PYTHON -m vlm_reward.libero_reward_server [--plugin P ...] --host 127.0.0.1 --port PORT ARGS``."""
+    cmd = [python, "-m", SERVER_MODULE]
+    for plugin in plugins:
+        cmd += ["--plugin", plugin]
+    return [*cmd, "--host", HOST, "--port", str(port), *args]
+
+
+def stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> int:
+    """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code (at once if it has exited)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class RewardServerProcess:
+    """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process, its log in a file.
+
+    Started in ``__init__`` without waiting, so a caller can start several servers and then
+    :meth:`wait_ready` each. As a context manager it waits for ``/health`` 200 on entry and
+    always stops the server on exit. ``args`` are the server options after ``--host`` and
+    ``--port`` (see :func:`backend_args`); ``env`` entries override the inherited
+    environment.
+    """
+
+    def __init__(
+        self,
+        args: Sequence[str],
+        log_path: Path,
+        *,
+        python: str | None = None,
+        plugins: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+        repo: Path = REPO,
+    ) -> None:
+        self.python = python or sys.executable
+        self.port = port or free_port()
+        self.log_path = Path(log_path)
+        self.cmd = server_command(self.python, self.port, args, plugins)
+        path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
+        child_env = {**os.environ, **server_env(self.python), "PYTHONPATH": path, **(env or {})}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                self.cmd, cwd=repo, env=child_env, stdout=log, stderr=log, stdin=subprocess.DEVNULL
+            )
+
+    @property
+    def endpoint(self) -> str:
+        """The ``/score`` URL, as a ``reward_model.endpoint``."""
+        return self.url("/score")
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self.proc.pid
+
+    def url(self, path: str) -> str:
+        """``http://127.0.0.1:PORT`` + ``path``."""
+        return f"http://{HOST}:{self.port}{path}"
+
+    def log(self) -> str:
+        """Everything the server has written so far (stdout and stderr)."""
+        return self.log_path.read_text(errors="replace")
+
+    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
+        """The log once it holds every one of ``needles``, or as it is after ``timeout`` seconds.
+
+        The server writes a request's access line after the response has gone out, so a
+        client that reads the log right after its response can be a moment early.
+        """
+        deadline = time.monotonic() + timeout
+        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.log()
+
+    def wait_until(
+        self, predicate: Callable[[HealthReply], bool], timeout: float, state: str = "in the awaited state"
+    ) -> HealthReply:
+        """Poll ``/health`` until ``predicate`` holds for a reply and return that reply.
+
+        Raises :class:`ServerStartError` (after stopping the server) when it exits first or
+        ``timeout`` seconds pass; ``state`` says in that message what was awaited.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise ServerStartError(
+                    f"the reward server exited with {self.proc.returncode}; see {self.log_path}"
+                )
+            reply = probe_health(self.url("/health"))
+            if reply is not None and predicate(reply):
+                return reply
+            time.sleep(0.05)
+        self.stop()
+        raise ServerStartError(f"the reward server was not {state} after {timeout:g} s; see {self.log_path}")
+
+    def wait_ready(self, timeout: float = 300.0) -> RewardServerProcess:
+        """Wait for ``/health`` 200 (the backend has loaded); :class:`ServerStartError` if it never is."""
+        self.wait_until(lambda reply: reply.status_code == 200, timeout, state="healthy")
+        return self
+
+    def stop(self, grace: float = STOP_GRACE_S) -> int:
+        """SIGTERM (uvicorn shuts down cleanly), SIGKILL after ``grace`` s; returns the exit code."""
+        return stop_process(self.proc, grace)
+
+    def __enter__(self) -> RewardServerProcess:
+        try:
+            return self.wait_ready()
+        except BaseException:
+            self.stop()  # e.g. KeyboardInterrupt while waiting
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
