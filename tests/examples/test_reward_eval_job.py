@@ -1,9 +1,11 @@
 """The evaluation job (``reward_eval run``): option checks, the episode plan, and real runs.
 
-The real runs use LIBERO and real reward servers on 127.0.0.1: the session's shared run
-(zero policy, local ``qwen2_5_vl_hf`` server on the tiny checkpoint, see conftest.py) and
-one short run each of the random and the expert policy against a ``fixed_score`` server
-given by ``--endpoint``. The expert's full episodes run in ``test_reward_eval_expert_libero.py``.
+The rollout loop (:mod:`reward_eval.commands.rollout`) runs first on a scripted stand-in
+env, which says exactly what the progress bar counted. The real runs use LIBERO and real
+reward servers on 127.0.0.1: the session's shared run (zero policy, local
+``qwen2_5_vl_hf`` server on the tiny checkpoint, see conftest.py) and one short run each of
+the random and the expert policy against a ``fixed_score`` server given by ``--endpoint``.
+The expert's full episodes run in ``test_reward_eval_expert_libero.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 import requests
 from PIL import Image
 
+from examples.embodiment.reward_eval import cli
 from examples.embodiment.reward_eval.commands import options, rollout
 from examples.embodiment.reward_eval.commands import run as run_cmd
 from examples.embodiment.reward_eval.commands.judge import EndpointUnavailableError
@@ -27,6 +30,72 @@ from examples.embodiment.reward_eval.report.plots import read_video_frames
 from tests.examples.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
 from tests.support.server import ServerProcess
 from vlm_reward.server_process import ServerStartError, free_port
+
+# ---------------------------------------------------------------------------- the rollout loop
+
+
+class ScriptedEnv:
+    """Stands in for ``LiberoEnv`` in the rollout loop: every episode ends after ``chunks``
+    chunk steps with the outcome ``outcomes`` gives for its reset state id, and the env
+    records what it was given (reset state ids, actions)."""
+
+    def __init__(self, num_envs: int, outcomes: dict[int, tuple[bool, bool, bool]], chunks: int = 2) -> None:
+        self.num_envs, self.outcomes, self.chunks = num_envs, outcomes, chunks
+        self.resets: list[list[int]] = []
+        self.actions: list[np.ndarray] = []
+        self.current_raw_obs = [{"env": i} for i in range(num_envs)]
+        self._ids = [-1] * num_envs
+        self._steps = 0
+
+    def _obs(self) -> dict:
+        return {"step": self._steps}
+
+    def reset(self, env_idx: np.ndarray, reset_state_ids: np.ndarray) -> tuple[dict, dict]:
+        for i, rid in zip(env_idx.tolist(), reset_state_ids.tolist(), strict=True):
+            self._ids[i] = rid
+        self.resets.append(reset_state_ids.tolist())
+        self._steps = 0
+        return self._obs(), {}
+
+    def chunk_step(self, actions: np.ndarray) -> tuple:
+        import torch
+
+        self.actions.append(actions)
+        self._steps += 1
+        chunk = actions.shape[1]
+        ended = torch.zeros(self.num_envs, chunk, dtype=torch.bool)
+        ended[:, -1] = self._steps >= self.chunks
+        # native_success, vlm_success, vlm_fallback of each env's current episode (0 until it ends)
+        rows = [self.outcomes.get(rid, (False, False, False)) for rid in self._ids]
+        done = self._steps >= self.chunks
+        episode = {
+            key: np.array([float(done and row[k]) for row in rows])
+            for k, key in enumerate(("native_success", "vlm_success", "vlm_fallback"))
+        }
+        infos = [{"episode": episode}] * chunk
+        return [self._obs()] * chunk, None, ended, torch.zeros_like(ended), infos
+
+
+def test_progress_bar_counts_fallbacks_apart_from_vlm_successes(capsys: pytest.CaptureFixture[str]) -> None:
+    outcomes = {  # reset id: (native_success, vlm_success, vlm_fallback)
+        0: (True, True, False),  # judged, agrees
+        1: (False, True, True),  # fallback: vlm_success is the fallback score, not a verdict
+        2: (True, True, True),  # fallback (native success as the fallback score)
+        3: (False, False, False),  # judged, agrees
+        4: (False, True, False),  # judged, a false positive
+    }
+    env = ScriptedEnv(num_envs=2, outcomes=outcomes)
+    tally = rollout.rollout(env, make_policy("zero"), [0, 1, 2, 3, 4], chunk=2)
+    assert tally == rollout.Tally(done=5, native=2, judged=3, vlm=2, fallback=2)
+    assert "native=2/5, vlm=2/3, fallback=2" in capsys.readouterr().err
+
+
+def test_tally_rejects_metrics_of_different_lengths() -> None:
+    with pytest.raises(ValueError, match=r"episode metrics differ in shape: native_success \(2,\)"):
+        rollout.Tally().add(
+            {"native_success": np.zeros(2), "vlm_success": np.zeros(2), "vlm_fallback": np.zeros(1)}
+        )
+
 
 # ---------------------------------------------------------------------------- episode plan
 
@@ -101,6 +170,18 @@ def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys
         run_cmd.parse_args(["--tasks", "10", "--out", str(tmp_path / "run")])
     assert "task id 10 is out of range; valid ids: 0..9" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "status", "message"),
+    [([], 2, "a command is required"), (["train"], 2, "unknown command 'train'"), (["--help"], 0, "")],
+    ids=["no-command", "unknown-command", "help"],
+)
+def test_the_entry_point_lists_the_commands(argv: list[str], status: int, message: str, capsys) -> None:
+    assert cli.main(argv) == status
+    out, err = capsys.readouterr()
+    assert "{run,rescore,compare}" in out + err
+    assert (message in err) and (("valid commands: run, rescore, compare." in err) is (status == 2))
 
 
 def test_a_run_dir_with_an_episode_log_is_not_reused(tmp_path: Path, capsys) -> None:
@@ -242,8 +323,12 @@ def test_job_scores_every_episode_and_writes_the_report(
     assert settings["tasks"] == [RUN_TASK] and settings["max_episode_steps"] == RUN_MAX_STEPS
     assert settings["reset_state_ids"] == [r["reset_state_id"] for r in records]
     assert "overall" in run.stdout and f"report: {run.run_dir / 'report.html'}" in run.stdout
-    native, vlm = sum(r["native_success"] for r in records), sum(r["vlm_success"] for r in records)
-    assert f"native={native}/{RUN_EPISODES}, vlm={vlm}/{RUN_EPISODES}" in run.stderr, "progress bar"
+    judged = [r for r in records if not r["fallback"]]
+    native, vlm = sum(r["native_success"] for r in records), sum(r["vlm_success"] for r in judged)
+    bar = f"native={native}/{RUN_EPISODES}, vlm={vlm}/{len(judged)}, fallback={RUN_EPISODES - len(judged)}"
+    assert bar in run.stderr, "progress bar: VLM successes among the judged episodes, fallbacks apart"
+    noise = [n for n in ("Gym has been unmaintained", "private macro file", "INFO:RLinf") if n in run.stderr]
+    assert not noise, "the libraries' known start-up notices are silenced"
     assert "POST /score" in (run.run_dir / "reward_server.log").read_text()
     with pytest.raises(requests.ConnectionError):  # the job stopped the server it started
         requests.get(settings["endpoint"].replace("/score", "/health"), timeout=2)

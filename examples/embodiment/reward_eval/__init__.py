@@ -1,7 +1,7 @@
 """Evaluation of the VLM reward against the simulator's success on LIBERO episodes.
 
-``python -m examples.embodiment.reward_eval run|rescore|compare`` (see ``__main__``). The
-package is split by role:
+``python -m examples.embodiment.reward_eval run|rescore|compare`` (``__main__`` runs
+:mod:`.cli`, which dispatches). The package is split by role:
 
 - :mod:`.commands`: what executes: the three commands, their shared options, the reward
   server they score against (a given ``--endpoint`` or a local one they start), the

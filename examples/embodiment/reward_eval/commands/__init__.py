@@ -7,5 +7,6 @@
 - :mod:`.options`: argparse types and the scoring options of ``run`` and ``rescore``;
 - :mod:`.judge`: the reward server a command scores against: a checked ``--endpoint``, or a
   local server started and stopped around the command;
-- :mod:`.run_dir`: ``settings.json``, the report at the end, and the exit status.
+- :mod:`.run_dir`: ``settings.json``, the report at the end, and the exit status;
+- :mod:`.quiet`: the libraries' known start-up notices, silenced message by message.
 """

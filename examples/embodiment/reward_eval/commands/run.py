@@ -39,6 +39,7 @@ from examples.embodiment.reward_eval.commands.options import (
     resolve_model,
     reward_overrides,
 )
+from examples.embodiment.reward_eval.commands.quiet import dropping_stdout_lines
 from examples.embodiment.reward_eval.commands.rollout import make_env, rollout
 from examples.embodiment.reward_eval.commands.run_dir import (
     default_run_dir,
@@ -171,7 +172,8 @@ def trials_per_task(suite: str) -> list[int]:
     """Number of initial states of each task of the LIBERO suite, as RLinf counts them."""
     from rlinf.envs.libero.utils import get_benchmark_overridden
 
-    bench = get_benchmark_overridden(suite)()
+    with dropping_stdout_lines():  # LIBERO prints its task order
+        bench = get_benchmark_overridden(suite)()
     return [len(bench.get_task_init_states(t)) for t in range(bench.get_num_tasks())]
 
 
