@@ -2,7 +2,8 @@
 
 Policies read ``env.num_envs`` (and the expert ``env.current_raw_obs`` and
 ``env.task_descriptions``); a namespace with those attributes stands in for the LIBERO
-env, which the job tests and ``test_reward_eval_expert_libero.py`` run.
+env, which the job tests and ``test_reward_eval_expert_libero.py`` run. How the job's loop
+hands the env and the observations to a policy is tested in ``test_reward_eval_job.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from examples.embodiment.reward_eval import policies
-from examples.embodiment.reward_eval.policies import Policy, basic, make_policy, policy_names, register_policy
+from examples.embodiment.reward_eval.policies import basic, make_policy, policy_names, register_policy
 from examples.embodiment.reward_eval.policies import registry as policy_registry
 from examples.embodiment.reward_eval.policies.expert import ExpertController
 
@@ -81,30 +82,6 @@ def test_random_policy_rejects_a_bad_scale(scale: float) -> None:
         make_policy("random", scale=scale)
 
 
-def test_a_registered_policy_gets_the_env_and_its_options(registry: dict) -> None:
-    seen: dict[str, Any] = {}
-
-    @register_policy("reads_sim_state")
-    class ReadsSimState(Policy):
-        def __init__(self, seed: int = 0, gain: float = 1.0) -> None:
-            super().__init__(seed)
-            self.gain = gain
-
-        def reset(self, env: Any, obs: dict[str, Any]) -> None:
-            seen["reset_raw_obs"] = env.current_raw_obs
-
-        def act(self, env: Any, obs: dict[str, Any], chunk: int) -> np.ndarray:
-            return np.full((env.num_envs, chunk, 7), self.gain, dtype=np.float32)
-
-    assert "reads_sim_state" in policy_names()
-    policy = make_policy("reads_sim_state", seed=3, gain=0.25)
-    env = _env(2)
-    policy.reset(env, {})
-    assert seen["reset_raw_obs"] is env.current_raw_obs
-    assert policy.name == "reads_sim_state" and policy.seed == 3
-    assert (policy.act(env, {}, 2) == 0.25).all()
-
-
 def test_registering_twice_or_a_non_policy_fails(registry: dict) -> None:
     with pytest.raises(ValueError, match="policy name 'zero' is already registered by ZeroPolicy"):
 
@@ -114,14 +91,6 @@ def test_registering_twice_or_a_non_policy_fails(registry: dict) -> None:
 
     with pytest.raises(TypeError, match="needs a Policy subclass"):
         register_policy("not_a_policy")(object)  # type: ignore[arg-type]
-
-
-def test_a_policy_must_implement_act() -> None:
-    class NoAct(Policy):
-        pass
-
-    with pytest.raises(TypeError, match="abstract"):
-        NoAct()  # type: ignore[abstract]
 
 
 # ---------------------------------------------------------------------------- the expert

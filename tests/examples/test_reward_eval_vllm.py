@@ -3,7 +3,8 @@
 The job runs in the main venv, which has no vLLM; it builds the tiny checkpoint into the run
 dir (with transformers 4.57) and starts its local server on the vLLM venv's interpreter,
 where vLLM (with transformers 5) loads it. One LIBERO episode, zero policy, greedy seeded
-model: the outcome is pinned.
+model: the outcome is pinned, and it is the transformers backend's on the same episode
+(``test_reward_eval_job.py``: the shared run's first score).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from tests.examples.conftest import RUN_MAX_STEPS, RUN_TASK, run_reward_eval
 from tests.support.vllm_venv import TEST_ENGINE_KWARGS, engine_calls, require_vllm_python
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
+
+SCORE = 0.4633  # as the transformers backend scores this episode (test_reward_eval_job.SHARED_RUN_SCORES)
 
 
 def test_job_scores_on_the_vllm_engine_with_the_tiny_checkpoint(tmp_path: Path) -> None:
@@ -37,7 +40,8 @@ def test_job_scores_on_the_vllm_engine_with_the_tiny_checkpoint(tmp_path: Path) 
     server_log = (run_dir / "reward_server.log").read_text(errors="replace")
     assert "Initializing a V1 LLM engine" in server_log, "vLLM served it (the main venv has none)"
     [(_, output_tokens, finish_reason)] = engine_calls(server_log)
-    assert (output_tokens, finish_reason) == (12, "length")
+    # Probability mode (the backend's default): one generated position, whose logprobs are read.
+    assert (output_tokens, finish_reason) == (1, "length")
 
     [record] = [
         json.loads(line) for line in (run_dir / "vlm_episodes_train_rank0.jsonl").read_text().splitlines()
@@ -47,7 +51,7 @@ def test_job_scores_on_the_vllm_engine_with_the_tiny_checkpoint(tmp_path: Path) 
         RUN_MAX_STEPS,
         False,
     )
-    # Pinned: the greedy tiny model's answer about this episode holds no score.
-    assert record["fallback"] is True and record["error_kind"] == "parse_error"
-    assert record["error"].endswith("full answer: '\ufffdin'"), record["error"]
+    # Pinned: the tiny model judges the still episode, answers "no", P(yes) just below 0.5.
+    assert (record["fallback"], record["error_kind"], record["vlm_answer"]) == (False, None, "no")
+    assert record["vlm_score"] == pytest.approx(SCORE, abs=2e-3)
     assert "random" in (run_dir / "report.md").read_text().lower(), "the report warns the judge is random"

@@ -12,18 +12,22 @@ from omegaconf import DictConfig
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 
 EMBODIED = Path(__file__).resolve().parents[2] / "examples" / "embodiment"
+EMBODIED_PATH_BEFORE = os.environ.get("EMBODIED_PATH")
 VARIANTS = {"native": [], "vlm": ["env.train.reward_model.enable=True"]}
 
 
 def _validated(overrides: list[str], tmp_path: Path) -> DictConfig:
     from rlinf.config import validate_cfg
 
-    os.environ["EMBODIED_PATH"] = str(EMBODIED)
-    with initialize_config_dir(config_dir=str(EMBODIED / "config"), version_base="1.1"):
-        cfg = compose(
-            "libero_10_grpo_openvlaoft", overrides=[f"runner.logger.log_path={tmp_path}", *overrides]
-        )
-    return validate_cfg(cfg)
+    # The config's searchpath reads $EMBODIED_PATH (run_embodiment.sh exports it); set it only
+    # while composing, so it does not leak into later tests (module fixtures get no monkeypatch).
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EMBODIED_PATH", str(EMBODIED))
+        with initialize_config_dir(config_dir=str(EMBODIED / "config"), version_base="1.1"):
+            cfg = compose(
+                "libero_10_grpo_openvlaoft", overrides=[f"runner.logger.log_path={tmp_path}", *overrides]
+            )
+        return validate_cfg(cfg)
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
@@ -60,3 +64,7 @@ def test_libero_10_and_openvla_oft(variant) -> None:
 def test_group_size_override_follows_the_algorithm(tmp_path: Path) -> None:
     cfg = _validated(["algorithm.group_size=4"], tmp_path)
     assert cfg.env.train.group_size == 4
+
+
+def test_composing_leaves_the_environment_alone(variant) -> None:
+    assert os.environ.get("EMBODIED_PATH") == EMBODIED_PATH_BEFORE
