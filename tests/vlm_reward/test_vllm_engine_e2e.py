@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support.server import REPO
+from tests.support.server import REPO, ServerProcess
 from tests.support.vllm_venv import (
     ENGINE_START_TIMEOUT_S,
     TEST_ENGINE_KWARGS,
@@ -50,8 +50,9 @@ from tests.support.vllm_venv import (
     require_vllm_python,
 )
 from vlm_reward.backends import ScoreJob
+from vlm_reward.backends.openai_compatible import VLLM_SERVE_MEDIA_IO_KWARGS
 from vlm_reward.runtime import vllm_venv
-from vlm_reward.server_process import free_port
+from vlm_reward.server_process import free_port, stop_process
 
 # The clip is rendered by the LIBERO simulator, so every test here needs it.
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
@@ -65,6 +66,8 @@ MAX_NEW_TOKENS = 12
 # itself within MAX_NEW_TOKENS: its 12 tokens are byte pieces that decode to "\ufffdin".
 QWEN_PINNED: dict[int, tuple[int, str]] = {8: (502, "'\ufffdin'"), 16: (502, "'\ufffdin'")}
 PRIMO_PINNED: tuple[int, str] = (502, "'\ufffdin'")
+# P(yes) of the tiny model for the dry run's one-chunk episode (vLLM in bfloat16: 2e-3 slack).
+DRY_RUN_P_YES = 0.4639
 
 
 @dataclass(frozen=True)
@@ -160,27 +163,83 @@ def vllm_python() -> str:
     return require_vllm_python()
 
 
+@dataclass(frozen=True)
+class Upstream:
+    """``vllm.entrypoints.openai.api_server`` on the vLLM venv, serving the tiny checkpoint."""
+
+    proc: subprocess.Popen
+    port: int
+    log_path: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def wait_ready(self, timeout: float = ENGINE_START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log_path.read_text(errors="replace")[-6000:]
+            try:
+                if requests.get(f"{self.base_url}/models", timeout=2).status_code == 200:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.5)
+        pytest.fail(
+            f"the OpenAI server never got ready:\n{self.log_path.read_text(errors='replace')[-6000:]}"
+        )
+
+
+def _start_upstream(python: str, checkpoint: str, log_path: Path) -> Upstream:
+    """The recipe of the README: the Qwen2-VL loader reads every frame of the pinned clip."""
+    port = free_port()
+    cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", checkpoint]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--max-model-len", "8192"]
+    cmd += ["--media-io-kwargs", VLLM_SERVE_MEDIA_IO_KWARGS]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=repo_env(python), stdout=log, stderr=log, stdin=subprocess.DEVNULL
+        )
+    return Upstream(proc, port, log_path)
+
+
+@dataclass(frozen=True)
+class Engines:
+    qwen: ScriptServer
+    primo: VllmServer
+    upstream: Upstream
+
+
 @pytest.fixture(scope="module")
-def servers(
+def engines(
     vllm_python: str, clip: Clip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator:
-    """Both engines start at once; yields ``(qwen server, PRIMO server)``; both are stopped after."""
+) -> Iterator[Engines]:
+    """All three engines start at once: the two vLLM backends' servers and an OpenAI server."""
     python = vllm_python
     logs = tmp_path_factory.mktemp("vllm-logs")
     root = clip.path.parent
     script = _start_by_script(tiny_qwen_checkpoint, root, logs / "qwen.log")
     primo = VllmServer(python, "PRIMO-R1", tiny_qwen_checkpoint, root, logs / "primo.log", TEST_ENGINE_KWARGS)
+    upstream = _start_upstream(python, tiny_qwen_checkpoint, logs / "openai.log")
     qwen: ScriptServer | None = None
     try:
         qwen = _script_server(script, logs / "qwen.log")
         primo.wait_ready()
-        yield qwen, primo
+        upstream.wait_ready()
+        yield Engines(qwen, primo, upstream)
     finally:
         if script.poll() is None:
             script.kill()
         if qwen is not None:
             _kill(qwen.pid)
         primo.stop()
+        stop_process(upstream.proc)
+
+
+@pytest.fixture(scope="module")
+def servers(engines: Engines) -> tuple[ScriptServer, VllmServer]:
+    """``(qwen server, PRIMO server)``."""
+    return engines.qwen, engines.primo
 
 
 def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
@@ -200,8 +259,10 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
     return int(inputs["input_ids"].shape[1])
 
 
-def clip_job(clip: Clip, nframes: int) -> ScoreJob:
-    return ScoreJob(clip.task, str(clip.path), nframes, 200704, 4.0, {"max_new_tokens": MAX_NEW_TOKENS})
+def clip_job(clip: Clip, nframes: int, mode: str = "auto") -> ScoreJob:
+    """A job for the clip: text generation ("auto") by default, as the answers are pinned."""
+    kwargs = {"max_new_tokens": MAX_NEW_TOKENS}
+    return ScoreJob(clip.task, str(clip.path), nframes, 200704, 4.0, kwargs, score_mode=mode)
 
 
 def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int, int, str]]]:
@@ -214,6 +275,7 @@ def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int,
         "max_pixels": job.max_pixels,
         "video_fps": job.video_fps,
         "backend_kwargs": job.backend_kwargs,
+        "score_mode": job.score_mode,
     }
     response = requests.post(server.endpoint, json=body, timeout=120)
     deadline = time.monotonic() + 10  # the log line is written before the response; be safe
@@ -257,6 +319,33 @@ def test_qwen_answer_is_pinned_and_the_engine_sees_the_frames_asked_for(
     assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", job)
     assert (output_tokens, finish_reason) == (MAX_NEW_TOKENS, "length")
     assert outcome(response, "qwen2_5_vl_vllm") == QWEN_PINNED[nframes]
+
+
+def hf_probability(checkpoint: str, job: ScoreJob) -> float:
+    """P(yes) the transformers backend gives ``job`` (float32, same checkpoint, same frames)."""
+    from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend
+
+    backend = QwenHFBackend(checkpoint)
+    backend.load()
+    [answer] = backend.generate([job])
+    return answer.probability
+
+
+def test_qwen_probability_is_the_transformers_backend_s(
+    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str
+) -> None:
+    """The default mode reads P(yes) from the engine's log-probabilities of the answer tokens."""
+    qwen, _ = servers
+    job = clip_job(clip, 16, mode="probability")
+    response, calls = post(qwen, job)
+    [(prompt_tokens, output_tokens, _)] = calls
+    assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "yes_no", job)
+    assert output_tokens == 1  # one step: the first answer position
+    body = response.json()
+    assert response.status_code == 200 and body["score"] == body["probability"], body
+    # vLLM runs the checkpoint in bfloat16 on CPU, transformers in float32.
+    assert body["probability"] == pytest.approx(hf_probability(tiny_qwen_checkpoint, job), abs=2e-3)
+    assert body["answer"] == ("yes" if body["probability"] >= 0.5 else "no")
 
 
 def test_qwen_prompt_grows_with_the_frames_asked_for(clip: Clip, tiny_qwen_checkpoint: str) -> None:
@@ -304,13 +393,13 @@ def test_dry_run_with_the_vlm_reward_against_the_vllm_server(servers: tuple, tmp
     assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
     assert "[dry-run] OK" in result.stdout
     [(_, output_tokens, _)] = engine_calls(qwen.log()[offset:])  # the episode reached the engine
-    assert output_tokens == 256, "the backend's default max_tokens"
+    assert output_tokens == 1, "the backend's default mode reads P(yes) at one position"
     [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
     [record] = [json.loads(line) for line in log.read_text().splitlines()]
-    # Pinned: the seeded env's first 8 steps (9 frames), the tiny model's greedy answer.
+    # Pinned: the seeded env's first 8 steps (9 frames), judged by the tiny model: a number, no fallback.
     assert (record["episode_length"], record["frames_sent"]) == (8, 9)
-    assert record["fallback"] is True and record["error_kind"] == "parse_error"
-    assert record["error"].endswith("full answer: '\ufffdin'"), record["error"]
+    assert (record["fallback"], record["error_kind"]) == (False, None)
+    assert record["vlm_score"] == pytest.approx(DRY_RUN_P_YES, abs=2e-3)
 
 
 # ---- continuous batching, aborts and shutdown on the real engine ------------------------
@@ -321,10 +410,12 @@ LONG = {"max_new_tokens": 4096}
 
 
 def _body(clip: Clip, backend_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A text-mode request (probability mode reads one step: nothing would run long)."""
     return {
         "task_text": clip.task,
         "video_path": str(clip.path),
         "nframes": 8,
+        "score_mode": "auto",
         "backend_kwargs": backend_kwargs,
     }
 
@@ -358,7 +449,7 @@ def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_a
 
 
 def test_shutdown_answers_a_running_request_503_and_stops_the_engine(servers: tuple, clip: Clip) -> None:
-    """Last in the module: it stops the PRIMO server (the fixture's stop is then a no-op)."""
+    """It stops the PRIMO server (no later test uses it; the fixture's stop is then a no-op)."""
     _, primo = servers
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(requests.post, primo.endpoint, json=_body(clip, LONG), timeout=120)
@@ -370,3 +461,47 @@ def test_shutdown_answers_a_running_request_503_and_stops_the_engine(servers: tu
     assert time.monotonic() - start < 20, "answered at once, not after 4096 tokens"
     primo.proc.wait(timeout=120)
     assert "aborted: nobody waits" in primo.log() and "Application shutdown complete" in primo.log()
+
+
+# ---- the openai_compatible backend against a real vLLM OpenAI server ---------------------
+
+
+@pytest.fixture(scope="module")
+def openai_judge(
+    engines: Engines, clip: Clip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
+):
+    """A reward server (this venv) with the openai_compatible backend in front of the OpenAI server."""
+    kwargs = json.dumps({"base_url": engines.upstream.base_url})
+    args = [
+        "--backend",
+        "openai_compatible",
+        "--model",
+        tiny_qwen_checkpoint,
+        "--video-root",
+        str(clip.path.parent),
+    ]
+    log = tmp_path_factory.mktemp("openai-judge") / "server.log"
+    server = ServerProcess([*args, "--backend-kwargs", kwargs], log, plugins=()).wait_ready(timeout=120)
+    yield server
+    server.stop()
+
+
+UPSTREAM_PROMPT_TOKENS = re.compile(r"upstream prompt_tokens=(\d+)")
+
+
+@pytest.mark.parametrize("mode", ["probability", "auto"])
+def test_openai_compatible_pins_the_frames_the_upstream_sees(
+    engines: Engines, openai_judge: ServerProcess, clip: Clip, mode: str
+) -> None:
+    """Same job, same prompt length as the in-process vLLM backend: the upstream saw the same frames."""
+    job = clip_job(clip, 16, mode=mode)
+    in_process, [(engine_prompt_tokens, _, _)] = post(engines.qwen, job)
+    offset = len(openai_judge.log())
+    forwarded, _ = post(openai_judge, job)
+    log = openai_judge.log_containing("upstream prompt_tokens=")[offset:]
+    assert [int(n) for n in UPSTREAM_PROMPT_TOKENS.findall(log)] == [engine_prompt_tokens]
+    if mode == "probability":
+        # The upstream decodes the pinned clip from an H.264 re-encode: the pixels are close, not equal.
+        assert forwarded.json()["probability"] == pytest.approx(in_process.json()["probability"], abs=0.02)
+    else:
+        assert outcome(forwarded, "openai_compatible")[1] == outcome(in_process, "qwen2_5_vl_vllm")[1]

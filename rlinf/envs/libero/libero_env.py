@@ -62,8 +62,8 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._rewards: EpisodeRewards | None = None
         self._client: VLMRewardClient | None = None
         self._log: EpisodeLog | None = None
+        self._worker_rank = worker_rank(worker_info)  # checked before RLinf starts the env processes
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
-        self._worker_rank = worker_rank(worker_info)
         if self._reward_model.enable:
             self._client = VLMRewardClient(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
