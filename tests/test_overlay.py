@@ -102,6 +102,9 @@ FORK_FILES = {
     "rlinf/envs/libero/vlm_reward_client.py",
     "rlinf/envs/libero/reward_model_config.py",
     "rlinf/envs/libero/episode_scoring.py",
+    "rlinf/envs/libero/episode_reward.py",
+    "rlinf/envs/libero/replicas.py",
+    "rlinf/envs/libero/reward_http.py",
 }
 
 

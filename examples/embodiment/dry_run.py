@@ -111,15 +111,18 @@ def smoke_env(cfg: DictConfig) -> None:
 def run_checks(cfg: DictConfig) -> None:
     from rlinf.config import validate_cfg
 
+    from rlinf.envs.libero.reward_model_config import RewardModelConfig
+
     cfg = validate_cfg(cfg)
     print("[dry-run] config composed and validated by rlinf.config.validate_cfg")
     check_group_sizes(cfg)
     print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
     reward_model = cfg.env.train.reward_model
     if reward_model.enable:
-        health = check_reward_server(reward_model.endpoint)
-        print(f"[dry-run] reward server healthy: {health}")
-        check_within_server_limits(reward_model, json.loads(health))
+        for endpoint in RewardModelConfig.from_mapping(reward_model).endpoints:  # every replica
+            health = check_reward_server(endpoint)
+            print(f"[dry-run] reward server healthy: {health}")
+            check_within_server_limits(reward_model, json.loads(health))
     else:
         print("[dry-run] reward model off: training on the native LIBERO reward")
     smoke_env(cfg)

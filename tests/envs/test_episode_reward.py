@@ -39,7 +39,7 @@ def _settings(binary: bool = True, threshold: float = 0.5, train: bool = True) -
 
 
 def _result(score: float, fallback: bool = False) -> SimpleNamespace:
-    return SimpleNamespace(score=score, fallback=fallback, latency_s=0.25)
+    return SimpleNamespace(score=score, fallback=fallback, latency_s=0.25, failovers=1)
 
 
 class Judge:
@@ -254,6 +254,7 @@ def test_episode_metrics_of_a_fallback_that_disagrees() -> None:
         "vlm_native_agree": 0.0,
         "vlm_fallback": 1.0,
         "vlm_latency_s": 0.25,
+        "vlm_failovers": 1.0,
     }
 
 

@@ -57,6 +57,11 @@ BAD_BLOCKS = [
     ("fallback_negative", {"fallback_score": -0.1}, ValueError, "fallback_score"),
     ("bad_score_mode", {"score_mode": "percent"}, ValueError, "score_mode"),
     ("not_a_url", {"endpoint": "127.0.0.1:18080/score"}, ValueError, "endpoint"),
+    ("no_replicas", {"endpoint": []}, ValueError, "endpoint"),
+    ("replica_not_a_url", {"endpoint": ["http://a/score", "b:1/score"]}, ValueError, "'b:1/score'"),
+    ("replica_twice", {"endpoint": ["http://a/score", "http://a/score"]}, ValueError, "twice"),
+    ("endpoint_number", {"endpoint": 18080}, TypeError, "endpoint"),
+    ("zero_cooldown", {"replica_cooldown_s": 0}, ValueError, "replica_cooldown_s"),
     ("kwargs_not_mapping", {"backend_kwargs": ["a"]}, TypeError, "backend_kwargs"),
     ("negative_retries", {"max_retries": -1}, ValueError, "max_retries"),
 ]
@@ -75,3 +80,16 @@ def test_ints_are_accepted_for_floats_and_interpolations_resolve() -> None:
     parsed = RewardModelConfig.from_mapping(cfg.rm)
     assert parsed.timeout == 5.0 and isinstance(parsed.timeout, float)
     assert parsed.episode_log_dir == "/tmp/x"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "endpoints"),
+    [
+        ("http://a/score", ("http://a/score",)),
+        (["http://a/score", "http://b/score"], ("http://a/score", "http://b/score")),
+    ],
+    ids=["one", "replicas"],
+)
+def test_endpoint_is_one_url_or_a_list_of_replicas(endpoint: str | list[str], endpoints: tuple) -> None:
+    from_yaml = OmegaConf.create({"reward_model": {"endpoint": endpoint}}).reward_model
+    assert RewardModelConfig.from_mapping(from_yaml).endpoints == endpoints

@@ -43,7 +43,7 @@ def test_dry_run_fails_clearly_when_the_reward_server_is_down(tmp_path: Path) ->
         tmp_path, "env.train.reward_model.enable=True", f"env.train.reward_model.endpoint={endpoint}"
     )
     assert result.returncode == 1
-    assert "reward server not reachable" in result.stderr + result.stdout
+    assert f"reward server not reachable at {endpoint.removesuffix('/score')}/health" in result.stdout
     assert "start_reward_server.sh" in result.stderr + result.stdout
     [log] = (tmp_path / "logs").glob("*/run_embodiment.log")
     assert "dry_run.py" in log.read_text() and "FAILED" in log.read_text(), "the run is logged"
@@ -61,23 +61,28 @@ def test_dry_run_native(tmp_path: Path) -> None:
 
 @pytest.mark.libero
 @pytest.mark.slow
-def test_dry_run_with_the_vlm_reward_against_a_live_server(tmp_path: Path) -> None:
-    server = ServerProcess(
-        ["--backend", "fixed_score", "--model", "fake", "--video-root", "/"], tmp_path / "server.log"
-    ).wait_ready()
+def test_dry_run_with_the_vlm_reward_against_live_replicas(tmp_path: Path) -> None:
+    """Two replicas in the endpoint list: each one's /health is checked, the episode is scored."""
+    args = ["--backend", "fixed_score", "--model", "fake", "--video-root", "/"]
+    servers = [ServerProcess(args, tmp_path / f"server{i}.log") for i in range(2)]
     try:
+        for server in servers:
+            server.wait_ready()
+        endpoints = ",".join(f'"{server.endpoint}"' for server in servers)
         result = _dry_run(
             tmp_path,
             "env.train.reward_model.enable=True",
-            f"env.train.reward_model.endpoint={server.endpoint}",
+            f"env.train.reward_model.endpoint=[{endpoints}]",
             "env.train.reward_model.backend=fixed_score",
         )
     finally:
-        server.stop()
+        for server in servers:
+            server.stop()
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
+    assert result.stdout.count("reward server healthy") == 2 and "'vlm_scored': 1.0" in result.stdout
     [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
-    assert json.loads(log.read_text().splitlines()[0])["vlm_score"] == 0.8
+    record = json.loads(log.read_text().splitlines()[0])
+    assert (record["vlm_score"], record["endpoint"]) == (0.8, servers[0].endpoint)
 
 
 def _cpu_smoke(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:

@@ -2,8 +2,9 @@
 
 Loaded with ``--plugin tests.support.env_backends``. Server kwargs: ``log_path`` (JSONL,
 one line per job: task, number of frames in the video it received, time of the call),
-``answer`` (default answer), ``generate_seconds`` (latency per call). Per request,
-``backend_kwargs={"answer": ...}`` overrides the answer.
+``answer`` (default answer), ``generate_seconds`` (latency per call), ``start_log`` (optional
+file that gets one line per job the moment it starts, so a test can act while the job is
+in flight). Per request, ``backend_kwargs={"answer": ...}`` overrides the answer.
 """
 
 from __future__ import annotations
@@ -24,10 +25,16 @@ class RecordingBackend(RewardBackend):
     name = "recording"
 
     def __init__(
-        self, model: str, log_path: str, answer: str = "<answer>0.7</answer>", generate_seconds: float = 0.0
+        self,
+        model: str,
+        log_path: str,
+        answer: str = "<answer>0.7</answer>",
+        generate_seconds: float = 0.0,
+        start_log: str | None = None,
     ) -> None:
         super().__init__(model)
         self.log_path, self.answer, self.generate_seconds = log_path, answer, generate_seconds
+        self.start_log = start_log
         self._lock = threading.Lock()
 
     def load(self) -> None:
@@ -35,6 +42,9 @@ class RecordingBackend(RewardBackend):
 
     def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
         started = time.time()
+        if self.start_log is not None:
+            with self._lock, open(self.start_log, "a") as log:
+                log.writelines(json.dumps({"task": j.task_text}) + "\n" for j in jobs)
         time.sleep(self.generate_seconds)
         lines = [
             {"task": j.task_text, "frames": count_frames(j.video_path), "start": started, "end": time.time()}

@@ -49,6 +49,7 @@ VLM_METRIC_KEYS = (
     "vlm_native_agree",  # vlm_success == native_success
     "vlm_fallback",  # 1 if the fallback score was used
     "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
+    "vlm_failovers",  # reward-server replicas that failed before one answered
 )
 
 
@@ -58,6 +59,7 @@ class Judgement(Protocol):
     score: float
     fallback: bool
     latency_s: float
+    failovers: int
 
 
 class SignalSettings(Protocol):
@@ -111,6 +113,7 @@ def episode_metrics(result: Judgement, native_success: bool, cfg: SignalSettings
         "vlm_native_agree": float(vlm_success == native_success),
         "vlm_fallback": float(result.fallback),
         "vlm_latency_s": float(result.latency_s),
+        "vlm_failovers": float(result.failovers),
     }
 
 

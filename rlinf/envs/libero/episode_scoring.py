@@ -90,6 +90,8 @@ def episode_record(result: ScoreResult, native_success: bool, cfg: RewardModelCo
         "latency_s": round(result.latency_s, 4),
         "frames_sent": result.num_frames_sent,
         "video_path": result.video_path,
+        "endpoint": result.endpoint,
+        "failovers": result.failovers,
         "used_for_training": cfg.use_for_training,
         "binary_reward": cfg.binary_reward,
         "success_threshold": cfg.success_threshold,

@@ -29,7 +29,7 @@ class RewardModelConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     enable: bool = False
-    endpoint: str = "http://127.0.0.1:18080/score"
+    endpoint: str | list[str] = "http://127.0.0.1:18080/score"  # a list: replicas (see replicas.py)
     timeout: Positive = 120.0
     nframes: PositiveInt = DEFAULT_NFRAMES
     max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
@@ -49,13 +49,25 @@ class RewardModelConfig(BaseModel):
     max_concurrency: PositiveInt = 16  # episodes scored in parallel
     max_retries: Annotated[int, Field(ge=0)] = 1  # extra attempts, only for connection errors and 503/504
     episode_log_dir: str | None = None  # JSONL episode log goes here; None: no log
+    replica_cooldown_s: Positive = 30.0  # a replica that failed is skipped this long
 
     @field_validator("endpoint")
     @classmethod
-    def _http_url(cls, endpoint: str) -> str:
-        if not endpoint.startswith(("http://", "https://")):
-            raise ValueError("must be an http(s) URL")
+    def _http_urls(cls, endpoint: str | list[str]) -> str | list[str]:
+        urls = [endpoint] if isinstance(endpoint, str) else endpoint
+        if not urls:
+            raise ValueError("must be an http(s) URL or a non-empty list of them")
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"must be an http(s) URL or a list of them; {url!r} is not one")
+        if len(set(urls)) != len(urls):
+            raise ValueError("lists an endpoint twice")
         return endpoint
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        """The reward-server replicas to spread requests over (one when ``endpoint`` is a string)."""
+        return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -76,6 +88,7 @@ class RewardModelConfig(BaseModel):
 def _readable(exc: ValidationError, values: Mapping[str, Any]) -> TypeError | ValueError:
     """One sentence per bad key; ``TypeError`` if the first problem is a wrong type."""
     errors = exc.errors()
+    problems: dict[str, list[str]] = {}  # key -> messages (a union type gives one per member)
     sentences = []
     for err in errors:
         key = ".".join(str(part) for part in err["loc"][:1])
@@ -84,7 +97,9 @@ def _readable(exc: ValidationError, values: Mapping[str, Any]) -> TypeError | Va
             sentences.append(f"unknown key reward_model.{key}; valid keys: {valid}.")
             continue
         message = err["msg"].removeprefix("Value error, ")
-        sentences.append(f"reward_model.{key}: {message[0].lower()}{message[1:]}, got {values.get(key)!r}.")
+        problems.setdefault(key, []).append(f"{message[0].lower()}{message[1:]}")
+    for key, messages in problems.items():
+        sentences.append(f"reward_model.{key}: {' or '.join(messages)}, got {values.get(key)!r}.")
     first = errors[0]["type"]
     kind = TypeError if any(marker in first for marker in _TYPE_ERRORS) else ValueError
     return kind(" ".join(sentences))

@@ -17,13 +17,21 @@ starts an episode's call the moment the episode ends and collects it later); ``s
 scores a batch and waits. ``score_video`` sends step 3's request for an MP4 that already
 exists and never removes it (re-scoring a run's kept videos with another judge).
 
-Failures (connection refused, timeout, non-200, malformed JSON, a missing, NaN or
-out-of-range score) raise :class:`RewardRequestError` when ``fail_on_request_error``;
-otherwise the episode gets the fallback score, a warning is logged once per kind of
-error (the server's error type, e.g. ``parse_error``, or ``connection``, ``timeout``, ...),
-and the result says ``fallback=True`` with the reason. Only connection errors and the
-protocol's retryable statuses (:data:`vlm_reward.protocol.RETRYABLE_STATUSES`) are retried
-(``max_retries`` times): a timeout, a 4xx or a parse error would fail again.
+With several endpoints (``reward_model.endpoint`` a list) each call goes to the replica
+the :class:`~rlinf.envs.libero.replicas.ReplicaPool` picks (fewest in flight). A replica
+that refuses the connection, times out or answers a retryable status
+(:data:`vlm_reward.protocol.RETRYABLE_STATUSES`) cools down for ``replica_cooldown_s`` and
+the call fails over to the next replica at once; any other failure is the request's own
+and would fail everywhere, so it is not sent again. The result names the replica that
+answered and how many failovers it took.
+
+When every replica has failed: connection errors and retryable statuses start another
+round after a back-off (``max_retries`` rounds; a timeout, a 4xx or a parse error would
+fail again). Then the failure (connection refused, timeout, non-200, malformed JSON, a
+missing, NaN or out-of-range score) raises :class:`RewardRequestError` when
+``fail_on_request_error``; otherwise the episode gets the fallback score, a warning is
+logged once per kind of error (the server's error type, e.g. ``parse_error``, or
+``connection``, ``timeout``, ...), and the result says ``fallback=True`` with the reason.
 """
 
 from __future__ import annotations
@@ -43,23 +51,23 @@ from typing import Any
 
 import numpy as np
 import requests
-import urllib3
 from pydantic import ValidationError
 
+from rlinf.envs.libero.replicas import ReplicaPool
+from rlinf.envs.libero.reward_http import RewardRequestError, fails_over, post_score, worth_retrying
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from vlm_reward.protocol import RETRYABLE_STATUSES, ScoreRequest, ScoreResponse
+from vlm_reward.protocol import ScoreRequest, ScoreResponse
 from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)
 
 
-class RewardRequestError(RuntimeError):
-    """A scoring call failed; ``kind`` groups errors for warnings and metrics."""
+class _RoundFailed(Exception):
+    """Every replica failed once; ``last`` is the last failure."""
 
-    def __init__(self, kind: str, endpoint: str, message: str, status: int | None = None) -> None:
-        where = f"{endpoint} (HTTP {status})" if status is not None else endpoint
-        super().__init__(f"VLM reward request to {where} failed [{kind}]: {message}")
-        self.kind, self.endpoint, self.status, self.reason = kind, endpoint, status, message
+    def __init__(self, last: RewardRequestError, failovers: int) -> None:
+        super().__init__(str(last))
+        self.last, self.failovers = last, failovers
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,8 @@ class ScoreResult:
     error_kind: str | None = None
     video_path: str | None = None
     num_frames_sent: int = 0
+    endpoint: str | None = None  # the replica that answered; None on a fallback
+    failovers: int = 0  # replicas that failed before the one that answered
 
 
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
@@ -107,8 +117,11 @@ class VLMRewardClient:
         self.error_counts: Counter[str] = Counter()
         self._warned: set[str] = set()
         self._lock = threading.Lock()
+        self.replicas = ReplicaPool(cfg.endpoints, cfg.replica_cooldown_s)
         self._session = requests.Session()
-        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=cfg.max_concurrency)
+        adapter = requests.adapters.HTTPAdapter(
+            pool_connections=len(cfg.endpoints), pool_maxsize=cfg.max_concurrency
+        )
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-reward")
@@ -163,9 +176,13 @@ class VLMRewardClient:
         return self._request(episode, video_path, num_frames, started, os.path.abspath(video_path))
 
     def close(self) -> None:
-        """Stop the worker threads and close the HTTP connections."""
+        """Stop the worker threads and close the HTTP connections; log what each replica did."""
         self._pool.shutdown(wait=True)
         self._session.close()
+        if len(self.replicas.endpoints) > 1:
+            logger.info(
+                "reward-server replicas: %s; %d failovers", self.replicas.snapshot(), self.replicas.failovers
+            )
 
     def _request(
         self, episode: Episode, path: str, nframes: int, started: float, kept: str | None
@@ -176,7 +193,7 @@ class VLMRewardClient:
         of a failed call is what a later re-scoring needs most.
         """
         try:
-            body = self._post(self._payload(episode.task_text, path, nframes))
+            body, endpoint, failovers = self._post(self._payload(episode.task_text, path, nframes))
         except RewardRequestError as exc:
             return replace(self._fallback(episode, exc, started, nframes), video_path=kept)
         return ScoreResult(
@@ -187,6 +204,8 @@ class VLMRewardClient:
             fallback=False,
             video_path=kept,
             num_frames_sent=nframes,
+            endpoint=endpoint,
+            failovers=failovers,
         )
 
     def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:
@@ -210,43 +229,48 @@ class VLMRewardClient:
             )
         except ValidationError as exc:
             message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise RewardRequestError("invalid_request", self.cfg.endpoint, message) from exc
+            where = ", ".join(self.replicas.endpoints)
+            raise RewardRequestError("invalid_request", where, message) from exc
         return request.model_dump(exclude_none=True)
 
-    def _post(self, payload: dict[str, Any]) -> ScoreResponse:
-        """POST with bounded retries for transient errors; returns the validated response."""
+    def _post(self, payload: dict[str, Any]) -> tuple[ScoreResponse, str, int]:
+        """(response, replica, failovers): rounds over the replicas, retried for transient errors."""
+        failovers = 0
         for attempt in range(self.cfg.max_retries + 1):
             try:
-                return self._post_once(payload)
-            except RewardRequestError as exc:
-                transient = exc.kind == "connection" or exc.status in RETRYABLE_STATUSES
-                if not transient or attempt == self.cfg.max_retries:
-                    raise
+                return self._post_round(payload, failovers)
+            except _RoundFailed as failed:
+                exc, failovers = failed.last, failed.failovers
+                if not worth_retrying(exc) or attempt == self.cfg.max_retries:
+                    raise exc from exc.__cause__  # the transport error, not the round
                 time.sleep(min(0.5 * 2**attempt, 5.0))
         raise AssertionError("unreachable")
 
-    def _post_once(self, payload: dict[str, Any]) -> ScoreResponse:
-        endpoint = self.cfg.endpoint
-        try:
-            response = self._session.post(endpoint, json=payload, timeout=self.cfg.timeout)
-        except requests.Timeout as exc:
-            raise RewardRequestError("timeout", endpoint, f"no answer within {self.cfg.timeout} s") from exc
-        except requests.ConnectionError as exc:
-            if _is_read_timeout(exc):  # the body stalled: a timeout, not retried (it would stall again)
-                message = f"no answer within {self.cfg.timeout} s"
-                raise RewardRequestError("timeout", endpoint, message) from exc
-            raise RewardRequestError("connection", endpoint, _short(exc)) from exc
-        except requests.RequestException as exc:
-            raise RewardRequestError("connection", endpoint, _short(exc)) from exc
-        try:
-            body = response.json()
-        except ValueError as exc:
-            message = f"body is not JSON: {response.text[:200]!r}"
-            raise RewardRequestError("malformed_response", endpoint, message, response.status_code) from exc
-        if response.status_code != 200:
-            kind, message = _server_error(body)
-            raise RewardRequestError(kind, endpoint, message, response.status_code)
-        return _validated(body, endpoint)
+    def _post_round(self, payload: dict[str, Any], failovers: int) -> tuple[ScoreResponse, str, int]:
+        """Try each replica once, in the pool's order, until one answers.
+
+        A failure another replica may not share (``reward_http.fails_over``) cools its
+        replica down and moves on; any other failure is raised at once. Raises
+        :class:`_RoundFailed` when every replica has failed.
+        """
+        tried: set[str] = set()
+        while (endpoint := self.replicas.order(tried)) is not None:
+            tried.add(endpoint)
+            try:
+                with self.replicas.request(endpoint):
+                    body = post_score(self._session, endpoint, payload, self.cfg.timeout)
+            except RewardRequestError as exc:
+                if not fails_over(exc):
+                    raise
+                another = len(tried) < len(self.replicas.endpoints)
+                self.replicas.failed(endpoint, will_fail_over=another)
+                if not another:
+                    raise _RoundFailed(exc, failovers) from exc
+                failovers += 1
+                continue
+            self.replicas.succeeded(endpoint)
+            return body, endpoint, failovers
+        raise AssertionError("unreachable: a pool is never empty")
 
     def _fallback(self, episode: Episode, exc: RewardRequestError, started: float, sent: int) -> ScoreResult:
         if self.cfg.fail_on_request_error:
@@ -269,43 +293,3 @@ class VLMRewardClient:
             error_kind=exc.kind,
             num_frames_sent=sent,
         )
-
-
-def _validated(body: Any, endpoint: str) -> ScoreResponse:
-    """``body`` as a :class:`ScoreResponse`; a bad score is ``invalid_score``, anything else malformed."""
-    if not isinstance(body, dict) or "score" not in body:
-        message = f"no 'score' in the response: {str(body)[:200]}"
-        raise RewardRequestError("malformed_response", endpoint, message)
-    try:
-        return ScoreResponse.model_validate(body)
-    except ValidationError as exc:
-        score_errors = [e["type"] for e in exc.errors() if e["loc"] == ("score",)]
-        if score_errors:
-            problem = "is not a number" if score_errors[0] == "float_type" else "is not in [0, 1]"
-            raise RewardRequestError("invalid_score", endpoint, f"score {body['score']!r} {problem}") from exc
-        fields = ", ".join(".".join(map(str, e["loc"])) for e in exc.errors())
-        message = f"the response does not match the protocol ({fields}): {str(body)[:200]}"
-        raise RewardRequestError("malformed_response", endpoint, message) from exc
-
-
-def _server_error(body: Any) -> tuple[str, str]:
-    """(kind, message) of an error body in the server's ``{"error": {type, message}}`` shape."""
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        kind = str(body["error"].get("type") or "http_error")
-        return kind, f"{kind}: {body['error'].get('message', '')}"
-    return "http_error", str(body)[:200]
-
-
-def _is_read_timeout(exc: requests.ConnectionError) -> bool:
-    """Whether ``exc`` is a stalled response body.
-
-    ``requests`` raises ``Timeout`` only while waiting for the status line and headers; a
-    body that stops arriving for ``timeout`` seconds surfaces as a ``ConnectionError``
-    wrapping urllib3's ``ReadTimeoutError``.
-    """
-    return any(isinstance(arg, urllib3.exceptions.ReadTimeoutError) for arg in exc.args)
-
-
-def _short(exc: Exception) -> str:
-    text = str(exc)
-    return text if len(text) <= 200 else text[:200] + "..."
