@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.policies import pick_place
+from examples.embodiment.reward_eval.policies import grasping, pick_place
+from examples.embodiment.reward_eval.policies.grasping import grasp_yaw
 from examples.embodiment.reward_eval.policies.libero_plans import CAN, PLANS, plan_for
 from examples.embodiment.reward_eval.policies.pick_place import (
     MAX_SPEED,
     MAX_TURN,
     Phase,
     PickPlaceController,
-    grasp_yaw,
 )
 from examples.embodiment.reward_eval.policies.rotations import matrix_to_rotvec, rotvec_to_matrix
 
@@ -217,7 +217,7 @@ def near(dx: float, dy: float, dz: float) -> np.ndarray:
 
 def _box_grasp(neighbours: dict[str, np.ndarray]) -> np.ndarray:
     raw = {"cream_cheese_1_pos": BOX, "cream_cheese_1_quat": SQUARE, "basket_1_pos": near(0.0, 0.6, 0.0)}
-    shift, yaw = pick_place.grasp_pose(BOX_PLAN[0], {**raw, **neighbours})
+    shift, yaw = grasping.grasp_pose(BOX_PLAN[0], {**raw, **neighbours})
     assert yaw == pytest.approx(0.0) and shift[2] == 0.0
     return shift[:2]
 
@@ -245,7 +245,7 @@ def test_a_box_grasp_moves_away_from_a_close_neighbour(neighbours: dict, away: t
 
 def test_can_grasps_stay_centred() -> None:
     raw = PointArm(OBJECTS).obs() | {"milk_1_pos": np.array([-0.1, -0.08, 0.5])}
-    shift, yaw = pick_place.grasp_pose(plan_for(TASK0)[0], raw)
+    shift, yaw = grasping.grasp_pose(plan_for(TASK0)[0], raw)
     assert not shift.any() and yaw == 0.0
 
 
