@@ -95,7 +95,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_every_reported_file_exists_and_summary_round_trips(report: dict[str, Any]) -> None:
     paths = report["paths"]
     expected = {"summary", "markdown", "html", "score_histogram", "score_histograms_per_task", "task_rates"}
-    expected |= {"latency_histogram", "disagreement_0"}
+    expected |= {"latency_histogram", "disagreement_0", "roc", "reliability"}
     assert set(paths) == expected
     assert all(Path(p).is_file() and Path(p).stat().st_size > 0 for p in paths.values())
     assert all(Path(p).is_relative_to(report["run_dir"]) for p in paths.values())
@@ -108,6 +108,8 @@ PLOT_KEYS = [
     "task_rates",
     "latency_histogram",
     "disagreement_0",
+    "roc",
+    "reliability",
 ]
 
 
@@ -217,7 +219,15 @@ def test_single_task_without_latency_skips_those_plots(tmp_path: Path) -> None:
     for r in records:
         del r["latency_s"]
     paths = write_report(tmp_path, records, summarize(records), title="one task")
-    assert set(paths) == {"summary", "markdown", "html", "score_histogram", "task_rates"}
+    assert set(paths) == {
+        "summary",
+        "markdown",
+        "html",
+        "score_histogram",
+        "task_rates",
+        "roc",
+        "reliability",
+    }
     md = paths["markdown"].read_text()
     assert "No latency plot" in md and "No scoring errors." in md
     assert "0 judged episode(s)" in md

@@ -32,6 +32,9 @@ with ``task_text`` too) has these keys; every ratio whose denominator is 0 is ``
 - ``error_counts``: ``{error_kind: count}`` (``"unknown"`` for an error without a kind)
 - ``latency``: ``n``, ``mean``, ``p50``, ``p90``, ``p99``, ``max`` in seconds (``None`` when
   no episode has a latency)
+
+``summary["calibration"]`` is :func:`.calibration.calibration` of the judged episodes (all
+tasks): ROC, the best-F1 and best-Youden thresholds, Brier score and reliability bins.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from examples.embodiment.reward_eval.analysis.calibration import calibration
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
@@ -236,7 +241,7 @@ def _block(episodes: Sequence[_Episode], threshold: float) -> dict[str, Any]:
     }
 
 
-def _task_order(key: str) -> tuple[int, float, str]:
+def task_order(key: str) -> tuple[int, float, str]:
     """Numeric task ids in numeric order (2 before 10), anything else after them by name."""
     try:
         return (0, float(key), key)
@@ -262,13 +267,14 @@ def summarize(records: Sequence[Mapping], threshold: float | None = None) -> dic
     for episode in episodes:
         by_task.setdefault(episode.task_key, []).append(episode)
     per_task = {}
-    for key in sorted(by_task, key=_task_order):
+    for key in sorted(by_task, key=task_order):
         texts = Counter(e.task_text for e in by_task[key] if e.task_text)
         per_task[key] = {
             "task_text": texts.most_common(1)[0][0] if texts else "",
             **_block(by_task[key], threshold),
         }
     modes = {bool(r["binary_reward"]) for r in records if "binary_reward" in r}
+    judged = [e for e in episodes if not e.fallback]
     return {
         "threshold": threshold,
         "threshold_source": source,
@@ -276,4 +282,5 @@ def summarize(records: Sequence[Mapping], threshold: float | None = None) -> dic
         "fallbacks_in_classification": False,
         "overall": _block(episodes, threshold),
         "per_task": per_task,
+        "calibration": calibration([e.score for e in judged], [e.native for e in judged]),
     }

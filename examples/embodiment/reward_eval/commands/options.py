@@ -25,6 +25,7 @@ from vlm_reward.runtime import server_python
 TINY_BACKENDS = ("qwen2_5_vl_hf", "qwen2_5_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 LOCAL_ONLY = ("model", "plugin", "server_kwargs")  # options that configure a server we start
+ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint
 
 
 def positive_int(text: str) -> int:
@@ -35,6 +36,19 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def prefix_count(text: str) -> int:
+    """argparse type of ``--prefixes``: an integer >= 2 (a VOC ranks at least two prefixes)."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}; give K >= 2, e.g. 4") from exc
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 2 (VOC ranks at least two prefixes of each video), got {value}"
+        )
     return value
 
 

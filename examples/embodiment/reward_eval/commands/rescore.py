@@ -12,6 +12,10 @@ Unset judgement options keep the source's: ``--threshold`` defaults to the recor
 ``success_threshold``, ``--binary/--continuous`` to their ``binary_reward``. Re-scoring
 with the same backend and model reproduces the scores (the backends decode greedily);
 another ``--threshold`` changes only ``vlm_success``.
+
+``--prefixes K`` also judges the growing prefixes of every video (:mod:`.prefixes`) and
+adds the progress order (VOC) to ``summary.json`` (``progress``), ``voc_episodes.jsonl``
+and the report.
 """
 
 from __future__ import annotations
@@ -29,13 +33,22 @@ from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
+from examples.embodiment.reward_eval.analysis.progress import summarize_progress
 from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
 from examples.embodiment.reward_eval.commands.options import (
+    ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
     positive_int,
+    prefix_count,
     resolve_model,
     reward_overrides,
+)
+from examples.embodiment.reward_eval.commands.prefixes import (
+    EPISODES_FILE,
+    Episode,
+    score_prefixes,
+    write_episodes,
 )
 from examples.embodiment.reward_eval.commands.run import ENV_CONFIG
 from examples.embodiment.reward_eval.commands.run_dir import (
@@ -70,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--env-config", type=Path, default=ENV_CONFIG, help="YAML whose reward_model block is the base"
+    )
+    p.add_argument(
+        "--prefixes",
+        type=prefix_count,
+        metavar="K",
+        help="also judge the first 1/K, 2/K, ..., K/K of each video's frames and report the "
+        "progress order (VOC: Spearman of score vs prefix, per episode and task); up to episodes x K "
+        "more calls",
     )
     add_scoring_options(p, threshold_default="the source records'")
     return p
@@ -168,8 +189,11 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the command for parsed ``args``; returns the report's paths."""
     out, sources = args.out, args.sources
     out.mkdir(parents=True, exist_ok=True)
-    all_videos = [v for _, videos in sources.values() for v in videos]
-    video_root = Path(os.path.commonpath([os.path.dirname(os.path.abspath(v)) for v in all_videos]))
+    folders = [os.path.dirname(os.path.abspath(v)) for _, videos in sources.values() for v in videos]
+    if args.prefixes:  # the prefix videos are written into out: the local server must read them
+        folders.append(str(out))
+    video_root = Path(os.path.commonpath(folders))
+    extra: dict[str, Any] = {}
     model, random_model = resolve_model(args, out)
     random_model = random_model or is_source_random_model(args.source, model)
     with scoring_endpoint(args, model, video_root, out / "reward_server.log") as endpoint:
@@ -180,9 +204,31 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
         try:
             for log, (records, videos) in sources.items():
                 write_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
+            if args.prefixes:
+                extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
         finally:
             client.close()
-    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}")
+    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}", extra)
+
+
+def progress_order(
+    client: VLMRewardClient,
+    sources: Mapping[Path, tuple[list[dict], list[str]]],
+    k: int,
+    out: Path,
+    concurrency: int,
+) -> dict[str, Any]:
+    """Judge the ``k`` prefixes of every kept video; write ``voc_episodes.jsonl`` and return the
+    summary's ``progress`` block (:func:`..analysis.progress.summarize_progress`, with the
+    per-episode results under ``episodes``)."""
+    episodes = [
+        Episode(log.name, i, record, video)
+        for log, (records, videos) in sources.items()
+        for i, (record, video) in enumerate(zip(records, videos, strict=True))
+    ]
+    results = score_prefixes(client, episodes, k, out, concurrency)
+    write_episodes(out / EPISODES_FILE, results)
+    return {**summarize_progress(results, k), "episodes_file": EPISODES_FILE, "episodes": results}
 
 
 def is_source_random_model(source: Path, model: str | None) -> bool:
@@ -219,7 +265,7 @@ def rescore_settings(
         "command": "rescore",
         **plain_options(vars(args), skip=("sources",)),
         "backend": args.backend,
-        "model": model if args.endpoint is None else "the server's (--endpoint)",
+        "model": model if args.endpoint is None else ENDPOINT_MODEL,
         "random_model": random_model,
         "endpoint": endpoint,
         "success_threshold": cfg.success_threshold,

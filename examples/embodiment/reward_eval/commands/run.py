@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf
 from examples.embodiment.reward_eval.analysis.episode_log import episode_logs
 from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
 from examples.embodiment.reward_eval.commands.options import (
+    ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
     json_object,
@@ -207,7 +208,7 @@ def run_settings(
         "command": "run",
         **plain_options(vars(args), skip=DERIVED),
         "backend": args.backend,
-        "model": model if args.endpoint is None else "the server's (--endpoint)",
+        "model": model if args.endpoint is None else ENDPOINT_MODEL,
         "random_model": random_model,
         "endpoint": endpoint,
         "env_config": str(args.env_config),

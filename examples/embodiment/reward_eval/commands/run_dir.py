@@ -52,14 +52,21 @@ def plain_options(options: Mapping[str, Any], skip: Sequence[str] = ()) -> dict[
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in options.items() if k not in skip}
 
 
-def finish_report(run_dir: Path, settings: Mapping[str, Any], title: str) -> dict[str, Path]:
+def finish_report(
+    run_dir: Path, settings: Mapping[str, Any], title: str, extra: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
     """Summarize the run's episode logs, write the report, print the table and the report's path.
 
+    The summary gets the command lines that re-score this run at its best thresholds
+    (:mod:`.rescore_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
     from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
     from examples.embodiment.reward_eval.analysis.metrics import summarize
+    from examples.embodiment.reward_eval.commands.rescore_hint import add_rescore_hints
+    from examples.embodiment.reward_eval.report.calibration import calibration_lines
     from examples.embodiment.reward_eval.report.evaluation import write_report
+    from examples.embodiment.reward_eval.report.progress import progress_lines
     from examples.embodiment.reward_eval.report.table import format_table
 
     logs = episode_logs(run_dir)
@@ -67,8 +74,12 @@ def finish_report(run_dir: Path, settings: Mapping[str, Any], title: str) -> dic
         raise RuntimeError(f"no episode was scored: no {EPISODE_LOG_GLOB} in {run_dir}.")
     records = [record for log in logs for record in load_episodes(log)]
     summary = summarize(records)
+    add_rescore_hints(summary["calibration"], run_dir, settings)
+    summary.update(extra or {})
     paths = write_report(run_dir, records, summary, title=title, settings=settings)
     print(format_table(summary))
+    for line in calibration_lines(summary) + progress_lines(summary):
+        print(f"[reward-eval] {line}")
     if settings.get("random_model"):
         print("[reward-eval] the judge is the tiny random-weight model: its scores are random.")
     print(f"[reward-eval] report: {paths['html']} (markdown: {paths['markdown']})")

@@ -18,6 +18,7 @@ from typing import Any
 
 from examples.embodiment.reward_eval.analysis.metrics import disagreements, vlm_success
 from examples.embodiment.reward_eval.report import plots
+from examples.embodiment.reward_eval.report.calibration import calibration_section
 from examples.embodiment.reward_eval.report.document import (
     Alert,
     Block,
@@ -29,6 +30,7 @@ from examples.embodiment.reward_eval.report.document import (
     render_html,
     render_markdown,
 )
+from examples.embodiment.reward_eval.report.progress import progress_section
 from examples.embodiment.reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
 
 MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
@@ -301,7 +303,9 @@ def write_report(
     ``max_strips`` caps the disagreement strips drawn. Returns the written paths under the keys
     ``summary``, ``markdown``, ``html``, ``score_histogram``, ``task_rates``,
     ``score_histograms_per_task`` (more than one task), ``latency_histogram`` (when latencies
-    exist) and ``disagreement_<record index>`` (one per strip drawn).
+    exist), ``roc`` (both classes judged) and ``reliability`` (any judged episode) of
+    ``summary["calibration"]``, ``progress_curves`` of ``summary["progress"]`` (rescore
+    ``--prefixes``) and ``disagreement_<record index>`` (one per strip drawn).
     """
     check_summary(summary)
     if not isinstance(title, str) or not title.strip():
@@ -324,6 +328,11 @@ def write_report(
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     blocks += _provenance(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
+    for key, section in (("calibration", calibration_section), ("progress", progress_section)):
+        if key in summary:  # calibration: every summarize(); progress: rescore --prefixes
+            section_blocks, section_figures = section(run_dir, summary)
+            blocks += section_blocks
+            figures = {**figures, **section_figures}
     blocks += _plot_blocks(run_dir, figures) + strip_blocks
     paths["markdown"].write_text(render_markdown(blocks), encoding="utf-8")
     paths["html"].write_text(render_html(blocks, title), encoding="utf-8")

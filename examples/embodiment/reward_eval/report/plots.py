@@ -30,7 +30,7 @@ SCORE_BINS = np.linspace(0.0, 1.0, 21)
 DPI = 110
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight", facecolor="white")
     return path
@@ -74,7 +74,7 @@ def score_histogram(path: Path, records: Sequence[Mapping], threshold: float) ->
     ax.set_xlabel("VLM score")
     ax.set_ylabel("episodes")
     ax.set_title("VLM score by native outcome (all tasks)")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def score_histograms_per_task(
@@ -103,7 +103,7 @@ def score_histograms_per_task(
     labels.append(f"threshold {threshold:g}")
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
     fig.suptitle("VLM score by native outcome, per task")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _rate(value: float | None) -> float:
@@ -134,7 +134,7 @@ def task_rates_chart(path: Path, summary: Mapping[str, Any]) -> Path:
     ax.set_xlabel("rate")
     fig.legend(loc="outside lower center", ncol=3, fontsize=8)  # outside: never over a bar
     ax.set_title("Native vs VLM success rate and agreement per task")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def latency_histogram(path: Path, records: Sequence[Mapping], latency: Mapping[str, Any]) -> Path | None:
@@ -167,7 +167,7 @@ def latency_histogram(path: Path, records: Sequence[Mapping], latency: Mapping[s
     ax.set_ylabel("episodes")
     ax.set_title("Scoring latency")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def read_video_frames(path: str | os.PathLike[str]) -> np.ndarray:
@@ -210,4 +210,4 @@ def frame_strip(path: Path, frames: np.ndarray, title: str, max_frames: int = 16
             ax.imshow(frames[i])
             ax.set_title(f"frame {i + 1}/{len(frames)}", fontsize=7)
     fig.suptitle(wrapped, fontsize=8, ha="left", x=0.01)
-    return _save(fig, path)
+    return save_figure(fig, path)
