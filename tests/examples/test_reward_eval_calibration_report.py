@@ -15,12 +15,7 @@ import pytest
 
 from examples.embodiment.reward_eval.analysis.metrics import summarize
 from examples.embodiment.reward_eval.analysis.progress import CONSTANT, FEW_PREFIXES, summarize_progress
-from examples.embodiment.reward_eval.commands.options import ENDPOINT_MODEL
-from examples.embodiment.reward_eval.commands.rescore_hint import (
-    add_rescore_hints,
-    judge_options,
-    rescore_command,
-)
+from examples.embodiment.reward_eval.commands.report_hint import add_report_hints, report_command
 from examples.embodiment.reward_eval.report import progress as progress_report
 from examples.embodiment.reward_eval.report.calibration import calibration_lines
 from examples.embodiment.reward_eval.report.evaluation import write_report
@@ -59,7 +54,7 @@ SETTINGS = {"backend": "qwen2_5_vl_hf", "model": "/run/tiny", "random_model": Tr
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     run_dir = tmp_path_factory.mktemp("calibration") / "run"
     summary = summarize(RECORDS)
-    add_rescore_hints(summary["calibration"], run_dir, SETTINGS)
+    add_report_hints(summary["calibration"], run_dir)
     paths = write_report(run_dir, RECORDS, summary, title="calibration", settings=SETTINGS, max_strips=0)
     return {"summary": summary, "paths": paths, "md": paths["markdown"].read_text(), "run_dir": run_dir}
 
@@ -71,9 +66,9 @@ def test_the_summary_holds_the_hand_computed_thresholds(report: dict[str, Any]) 
     assert cal["best_youden"] == pytest.approx({"threshold": 0.2, "j": 2 / 3, "tpr": 1.0, "fpr": 1 / 3})
     assert cal["brier"] == pytest.approx(1.8775 / 7)
     assert [p[2] for p in cal["roc"]] == [0.95, 0.9, 0.85, 0.3, 0.2, 0.1, 0.05]
-    command = f"bash examples/embodiment/scripts/evaluate_reward_model.sh rescore {report['run_dir']}"
-    assert cal["rescore_at_best_f1"] == f"{command} --backend qwen2_5_vl_hf --threshold 0.2"
-    assert cal["rescore_at_best_youden"] == cal["rescore_at_best_f1"]
+    command = f"bash examples/embodiment/scripts/evaluate_reward_model.sh report {report['run_dir']}"
+    assert cal["report_at_best_f1"] == f"{command} --threshold 0.2"
+    assert cal["report_at_best_youden"] == cal["report_at_best_f1"]
     assert cal["undefined"] == {}
 
 
@@ -85,7 +80,7 @@ def test_the_report_shows_the_thresholds_the_command_and_both_plots(report: dict
     assert "| threshold of the best Youden's J = TPR - FPR | 0.2: J 0.667, TPR 1.000, FPR 0.333 |" in section
     assert "| Brier score: mean (score - native)^2 | 0.268 |" in section
     assert "| threshold in use 0.5 | F1 0.571 |" in section  # at 0.5: tp 2, fp 1, fn 2 -> 4/7
-    assert f"- at the best F1: {cal['rescore_at_best_f1']}" in section
+    assert f"- at the best F1: {cal['report_at_best_f1']}" in section
     assert (
         "![ROC curve](plots/roc.png)" in section
         and "![reliability diagram](plots/reliability.png)" in section
@@ -99,15 +94,15 @@ def test_the_terminal_lines_name_the_best_thresholds(report: dict[str, Any]) -> 
     assert calibration_lines(report["summary"]) == [
         # AUROC: .95 and .9 beat the 3 failures, .3 and .2 beat 2 of them: 10/12
         "calibration: AUROC 0.833, Brier 0.268",
-        f"best F1 0.889 at threshold 0.2; rescore at it: {cal['rescore_at_best_f1']}",
-        f"best Youden's J 0.667 at threshold 0.2; rescore at it: {cal['rescore_at_best_youden']}",
+        f"best F1 0.889 at threshold 0.2; report at it: {cal['report_at_best_f1']}",
+        f"best Youden's J 0.667 at threshold 0.2; report at it: {cal['report_at_best_youden']}",
     ]
 
 
 def test_one_class_shows_na_with_the_reason_and_no_roc(tmp_path: Path) -> None:
     records = [rec(0, True, 0.9), rec(0, True, 0.4)]
     summary = summarize(records)
-    add_rescore_hints(summary["calibration"], tmp_path, SETTINGS)
+    add_report_hints(summary["calibration"], tmp_path)
     paths = write_report(tmp_path, records, summary, title="one class")
     md = paths["markdown"].read_text()
     why = "n/a (no native failure among the 2 judged episodes)"
@@ -115,59 +110,13 @@ def test_one_class_shows_na_with_the_reason_and_no_roc(tmp_path: Path) -> None:
     assert f"| threshold of the best Youden's J = TPR - FPR | {why} |" in md
     assert "| threshold of the best F1 | 0.4: F1 1.000, precision 1.000, recall 1.000 |" in md
     assert "roc" not in paths and "reliability" in paths
-    assert summary["calibration"]["rescore_at_best_youden"] is None
+    assert summary["calibration"]["report_at_best_youden"] is None
     assert calibration_lines(summary)[2] == f"best Youden's J: {why}"
 
 
-HINT_CASES = [
-    ("tiny-random-model", SETTINGS, ["--backend", "qwen2_5_vl_hf"]),
-    (
-        "local-checkpoint",
-        {"backend": "qwen2_5_vl_vllm", "model": "/m/7b", "random_model": False, "server_kwargs": {}},
-        ["--model", "/m/7b", "--backend", "qwen2_5_vl_vllm"],
-    ),
-    (
-        "endpoint-with-request-options",
-        {
-            "backend": "PRIMO-R1",
-            "model": ENDPOINT_MODEL,
-            "endpoint": "http://gpu:18080/score",
-            "score_mode": "probability",
-            "backend_kwargs": {"max_new_tokens": 64},
-            "send_video_inline": True,
-        },
-        [
-            *("--endpoint", "http://gpu:18080/score", "--backend", "PRIMO-R1", "--score-mode", "probability"),
-            *("--backend-kwargs", '{"max_new_tokens": 64}', "--send-video-inline"),
-        ],
-    ),
-    (
-        "plugin-and-server-kwargs",
-        {"backend": "fixed", "model": "none", "plugin": ["my.backends"], "server_kwargs": {"answer": "1"}},
-        [
-            "--plugin",
-            "my.backends",
-            "--model",
-            "none",
-            "--server-kwargs",
-            '{"answer": "1"}',
-            "--backend",
-            "fixed",
-        ],
-    ),
-]
-
-
-@pytest.mark.parametrize(
-    ("settings", "expected"), [c[1:] for c in HINT_CASES], ids=[c[0] for c in HINT_CASES]
-)
-def test_judge_options_select_the_judge_of_the_run(settings: dict[str, Any], expected: list[str]) -> None:
-    assert judge_options(settings) == expected
-
-
 def test_the_threshold_is_written_exactly_and_the_run_dir_quoted() -> None:
-    command = rescore_command(Path("/runs/my run"), SETTINGS, 0.46552611765045965)
-    assert command.endswith("rescore '/runs/my run' --backend qwen2_5_vl_hf --threshold 0.46552611765045965")
+    command = report_command(Path("/runs/my run"), 0.46552611765045965)
+    assert command.endswith("report '/runs/my run' --threshold 0.46552611765045965")
     assert float(shlex.split(command)[-1]) == 0.46552611765045965
 
 

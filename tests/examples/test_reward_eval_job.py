@@ -218,8 +218,9 @@ def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys
 def test_the_entry_point_lists_the_commands(argv: list[str], status: int, message: str, capsys) -> None:
     assert cli.main(argv) == status
     out, err = capsys.readouterr()
-    assert "{run,rescore,compare}" in out + err
-    assert (message in err) and (("valid commands: run, rescore, compare." in err) is (status == 2))
+    assert "{run,rescore,report,audit,compare}" in out + err
+    listed = "valid commands: run, rescore, report, audit, compare." in err
+    assert (message in err) and (listed is (status == 2))
 
 
 def test_a_run_dir_with_an_episode_log_is_not_reused(tmp_path: Path, capsys) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from examples.embodiment.reward_eval.analysis.progress import CONSTANT, UNREADABLE
+from examples.embodiment.reward_eval.commands import report as report_cmd
 from examples.embodiment.reward_eval.commands import rescore
 from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
@@ -151,14 +152,13 @@ def test_prefixes_4_pins_every_voc_and_the_rescore_at_the_best_threshold(
     cal = summary["calibration"]
     assert cal["best_f1"] == pytest.approx({"threshold": 0.3, "f1": 6 / 7, "precision": 0.75, "recall": 1.0})
     assert cal["best_youden"] == pytest.approx({"threshold": 0.3, "j": 0.5, "tpr": 1.0, "fpr": 0.5})
-    judge = shlex.join(_judge())
-    script = "bash examples/embodiment/scripts/evaluate_reward_model.sh rescore"
-    assert cal["rescore_at_best_f1"] == f"{script} {out} {judge} --threshold 0.3"
-    assert "best F1 0.857 at threshold 0.3; rescore at it: " + cal["rescore_at_best_f1"] in printed
+    script = "bash examples/embodiment/scripts/evaluate_reward_model.sh report"
+    assert cal["report_at_best_f1"] == f"{script} {out} --threshold 0.3"
+    assert "best F1 0.857 at threshold 0.3; report at it: " + cal["report_at_best_f1"] in printed
 
-    # The printed command line re-scores this run at that threshold.
-    argv = shlex.split(cal["rescore_at_best_f1"])[3:]
-    assert rescore.main([*argv, "--out", str(tmp_path / "at-best-f1")]) == 0
+    # The printed command line re-renders this run's report at that threshold, no judge call.
+    argv = shlex.split(cal["report_at_best_f1"])[3:]
+    assert report_cmd.main([*argv, "--out", str(tmp_path / "at-best-f1")]) == 0
     at_best = json.loads((tmp_path / "at-best-f1" / "summary.json").read_text())
     assert at_best["threshold"] == 0.3  # the records' success_threshold, which --threshold set
     assert at_best["overall"]["f1"] == pytest.approx(6 / 7)

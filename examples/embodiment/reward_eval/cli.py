@@ -1,4 +1,4 @@
-"""``python -m examples.embodiment.reward_eval COMMAND [options]``: run, rescore or compare.
+"""``python -m examples.embodiment.reward_eval COMMAND [options]``: run, rescore, report, audit, compare.
 
 Each command is its own module of :mod:`.commands` with its own ``--help``; this only
 dispatches, importing the command's module lazily so ``--help`` does not pay for LIBERO or
@@ -22,7 +22,9 @@ from examples.embodiment.reward_eval.commands.quiet import silence_known_noise
 PROG = "python -m examples.embodiment.reward_eval"
 COMMANDS = {
     "run": ("run", "roll out LIBERO-10 episodes, score them with a VLM reward server, write a report"),
-    "rescore": ("rescore", "re-score a run's kept videos with another backend/model/threshold"),
+    "rescore": ("rescore", "re-score a run's kept videos with another backend or model"),
+    "report": ("report", "re-render a run's report at another threshold or reward mode (no judge call)"),
+    "audit": ("audit", "judge counterfactual episodes built from a run's kept videos (false positives)"),
     "compare": ("compare", "compare a native-reward and a VLM-reward training run (TensorBoard, JSONL)"),
 }
 

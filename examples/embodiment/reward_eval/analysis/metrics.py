@@ -122,10 +122,16 @@ def resolve_threshold(records: Sequence[Mapping], threshold: float | None = None
     return DEFAULT_THRESHOLD, "default"
 
 
+def is_success(score: float, threshold: float) -> bool:
+    """The success rule of every report: a score at or above the threshold is a success
+    (the env's rule for ``vlm_success``, ``score >= success_threshold``)."""
+    return float(score) >= threshold
+
+
 def vlm_success(record: Mapping, threshold: float) -> bool:
     """The VLM's verdict on one record at ``threshold`` (not the logged ``vlm_success``,
     which used the run's threshold)."""
-    return float(record["vlm_score"]) >= threshold
+    return is_success(record["vlm_score"], threshold)
 
 
 def disagreements(records: Sequence[Mapping], threshold: float) -> list[int]:

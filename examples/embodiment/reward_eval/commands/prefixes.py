@@ -20,18 +20,15 @@ and a progress bar counts the calls and their fallbacks.
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
-import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from examples.embodiment.reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
+from examples.embodiment.reward_eval.commands.call_bar import CallBar
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
@@ -87,24 +84,6 @@ def episode_result(episode: Episode, prefixes: Prefixes, scores: Sequence[float 
     return {**base, "scores": list(scores), "fallbacks": fallbacks, "voc": value, "voc_undefined": reason}
 
 
-class _CallBar:
-    """A thread-safe tqdm bar over the calls, with the fallbacks so far as its postfix."""
-
-    def __init__(self, total: int) -> None:
-        self._bar = tqdm(total=total, unit="call", desc="prefixes", file=sys.stderr)
-        self._lock = threading.Lock()
-        self._fallbacks = 0
-
-    def done(self, fallback: bool) -> None:
-        with self._lock:
-            self._fallbacks += fallback
-            self._bar.set_postfix(fallback=self._fallbacks, refresh=False)
-            self._bar.update(1)
-
-    def close(self) -> None:
-        self._bar.close()
-
-
 def score_prefixes(
     client: VLMRewardClient,
     episodes: Sequence[Episode],
@@ -142,7 +121,7 @@ def _score_calls(
 ) -> list[float | None]:
     """The score of each ``(record, prefixes, j)`` call (prefix ``j``), ``None`` for a fallback;
     ``nframes`` is the prefix's frame count, capped at the record's ``frames_sent``."""
-    bar = _CallBar(len(calls))
+    bar = CallBar(len(calls), "prefixes")
 
     def one(call: tuple[Mapping[str, Any], Prefixes, int]) -> float | None:
         record, prefixes, j = call

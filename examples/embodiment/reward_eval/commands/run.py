@@ -10,7 +10,9 @@
    (``examples/embodiment/config/env/libero_10.yaml`` with ``reward_model.enable=True``),
    with the ``--policy`` choosing each chunk of actions; the env scores every episode once
    at its end and appends its JSONL line to the run dir;
-4. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
+4. unless ``--no-audit``, audits the judge on counterfactual episodes of the kept videos
+   (:mod:`.audit`, into ``audit/``) while the server is still up;
+5. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
    ``report.md``, ``report.html`` and the plots (``report.evaluation.write_report``), prints
    the short table and the report's path.
 
@@ -30,6 +32,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from examples.embodiment.reward_eval.analysis.episode_log import episode_logs
+from examples.embodiment.reward_eval.commands.audit import audit_own_run
 from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
 from examples.embodiment.reward_eval.commands.options import (
     ENDPOINT_MODEL,
@@ -114,6 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="keep each episode's scored MP4 in <out>/videos (rescore and the report's strips need them)",
+    )
+    out.add_argument(
+        "--audit",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the rollout, audit the judge on counterfactual episodes of the kept videos "
+        "(the audit command; into <out>/audit, in the report)",
     )
     return p
 
@@ -231,10 +241,15 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
         finally:
             env.close()
             env.env.close()
+        extra = {"audit": audit_own_run(args, endpoint, run_dir, random_model)} if wants_audit(args) else {}
     tasks = ",".join(map(str, args.tasks))
-    return finish_report(
-        run_dir, settings, f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
-    )
+    title = f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
+    return finish_report(run_dir, settings, title, extra)
+
+
+def wants_audit(args: argparse.Namespace) -> bool:
+    """Whether to audit: ``--audit`` (the default) and the videos kept (the audit reads them)."""
+    return bool(args.audit and args.keep_videos)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

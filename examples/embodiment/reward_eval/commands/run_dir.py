@@ -57,13 +57,15 @@ def finish_report(
 ) -> dict[str, Path]:
     """Summarize the run's episode logs, write the report, print the table and the report's path.
 
-    The summary gets the command lines that re-score this run at its best thresholds
-    (:mod:`.rescore_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``).
+    The summary gets the command lines that re-render this run's report at its best thresholds
+    (:mod:`.report_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
+    ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
     from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
     from examples.embodiment.reward_eval.analysis.metrics import summarize
-    from examples.embodiment.reward_eval.commands.rescore_hint import add_rescore_hints
+    from examples.embodiment.reward_eval.commands.report_hint import add_report_hints
+    from examples.embodiment.reward_eval.report.audit import audit_lines
     from examples.embodiment.reward_eval.report.calibration import calibration_lines
     from examples.embodiment.reward_eval.report.evaluation import write_report
     from examples.embodiment.reward_eval.report.progress import progress_lines
@@ -74,11 +76,12 @@ def finish_report(
         raise RuntimeError(f"no episode was scored: no {EPISODE_LOG_GLOB} in {run_dir}.")
     records = [record for log in logs for record in load_episodes(log)]
     summary = summarize(records)
-    add_rescore_hints(summary["calibration"], run_dir, settings)
+    add_report_hints(summary["calibration"], run_dir)
     summary.update(extra or {})
     paths = write_report(run_dir, records, summary, title=title, settings=settings)
     print(format_table(summary))
-    for line in calibration_lines(summary) + progress_lines(summary):
+    audit = audit_lines(summary["audit"]) if "audit" in summary else []
+    for line in calibration_lines(summary) + progress_lines(summary) + audit:
         print(f"[reward-eval] {line}")
     if settings.get("random_model"):
         print("[reward-eval] the judge is the tiny random-weight model: its scores are random.")

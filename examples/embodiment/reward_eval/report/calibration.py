@@ -2,7 +2,7 @@
 
 Every number comes from ``summary["calibration"]``
 (:func:`examples.embodiment.reward_eval.analysis.calibration.calibration`, with the
-``rescore_at_*`` command lines :mod:`..commands.rescore_hint` adds). A value that is
+``report_at_*`` command lines :mod:`..commands.report_hint` adds). A value that is
 undefined shows as ``n/a`` followed by the reason the summary gives. Figures are drawn on
 matplotlib's Agg canvas as in :mod:`.plots`.
 """
@@ -80,16 +80,16 @@ def _reliability_table(cal: Mapping[str, Any]) -> Table:
 
 
 def _command_blocks(cal: Mapping[str, Any]) -> list[Block]:
-    """The ``rescore`` command lines at the best thresholds, when the summary has them."""
+    """The ``report`` command lines at the best thresholds, when the summary has them."""
     commands = [
         f"at the best {name}: {cal[key]}"
-        for name, key in (("F1", "rescore_at_best_f1"), ("Youden's J", "rescore_at_best_youden"))
+        for name, key in (("F1", "report_at_best_f1"), ("Youden's J", "report_at_best_youden"))
         if cal.get(key)
     ]
     if not commands:
         return []
     return [
-        Para("The full report at one of these thresholds (re-scores the kept videos):"),
+        Para("The full report at one of these thresholds (from the stored scores, no judge call):"),
         Items(tuple(commands)),
     ]
 
@@ -205,7 +205,7 @@ def reliability_plot(path: Path, cal: Mapping[str, Any]) -> Path:
 
 
 def calibration_lines(summary: Mapping[str, Any]) -> list[str]:
-    """The terminal lines after the table: the best thresholds and the command to re-score at one."""
+    """The terminal lines after the table: the best thresholds and the command that reports at one."""
     cal = summary.get("calibration")
     if not cal:
         return []
@@ -216,7 +216,7 @@ def calibration_lines(summary: Mapping[str, Any]) -> list[str]:
             lines.append(f"best {name}: {_value(cal, key)}")
             continue
         metric = best["f1"] if key == "best_f1" else best["j"]
-        command = cal.get(f"rescore_at_{key}")
+        command = cal.get(f"report_at_{key}")
         text = f"best {name} {num(metric)} at threshold {threshold_text(best['threshold'])}"
-        lines.append(f"{text}; rescore at it: {command}" if command else text)
+        lines.append(f"{text}; report at it: {command}" if command else text)
     return lines

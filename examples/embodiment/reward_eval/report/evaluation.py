@@ -18,6 +18,7 @@ from typing import Any
 
 from examples.embodiment.reward_eval.analysis.metrics import disagreements, vlm_success
 from examples.embodiment.reward_eval.report import plots
+from examples.embodiment.reward_eval.report.audit import audit_section
 from examples.embodiment.reward_eval.report.calibration import calibration_section
 from examples.embodiment.reward_eval.report.document import (
     Alert,
@@ -328,8 +329,13 @@ def write_report(
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     blocks += _provenance(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
-    for key, section in (("calibration", calibration_section), ("progress", progress_section)):
-        if key in summary:  # calibration: every summarize(); progress: rescore --prefixes
+    sections = (
+        ("calibration", calibration_section),
+        ("progress", progress_section),
+        ("audit", audit_section),
+    )
+    for key, section in sections:
+        if key in summary:  # calibration: every summarize(); progress: rescore --prefixes; audit: run
             section_blocks, section_figures = section(run_dir, summary)
             blocks += section_blocks
             figures = {**figures, **section_figures}
