@@ -1,9 +1,12 @@
 """The reward server's FastAPI app: routes, the one exception handler, and the lifespan.
 
 Outside in: :class:`~vlm_reward.middleware.RequestLog`, then
+:class:`~vlm_reward.metrics.MetricsMiddleware` (so it counts every status, 401 and 413
+included), :class:`~vlm_reward.auth.RequireApiKey` (when the server has keys), then
 :class:`~vlm_reward.middleware.BodySizeLimit`, then thin routes that hand each request to
-:class:`~vlm_reward.service.RewardService`. Every error, raised anywhere, leaves through
-:func:`error_json`, so all of them share the one JSON shape of :mod:`vlm_reward.errors`.
+:class:`~vlm_reward.service.RewardService`. A 503 carries ``Retry-After``. Every error, raised
+anywhere, leaves through :func:`error_json`, so all of them share the one JSON shape of
+:mod:`vlm_reward.errors`.
 """
 
 from __future__ import annotations
@@ -15,16 +18,20 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from vlm_reward import __version__
+from vlm_reward.auth import RequireApiKey
 from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
+from vlm_reward.metrics import MetricsMiddleware, ServerMetrics
 from vlm_reward.middleware import BodySizeLimit, Receive, RequestLog
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.server_config import ServerConfig
 from vlm_reward.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
+RETRY_AFTER_S = "1"
 
 
 def create_app(config: ServerConfig) -> FastAPI:
@@ -35,6 +42,9 @@ def create_app(config: ServerConfig) -> FastAPI:
     before the server listens. ``app.state.service`` is the :class:`RewardService`.
     """
     service = RewardService(config)
+    metrics = ServerMetrics(service.slots, service.slots[service.default_backend].model, __version__)
+    metrics.watch_runners(service.runner_states)
+    service.metrics = metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -48,7 +58,16 @@ def create_app(config: ServerConfig) -> FastAPI:
     for exc_type in handled:
         app.add_exception_handler(exc_type, _handle_exception)
     _add_routes(app, service)
-    app.add_middleware(BodySizeLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=config.max_body_bytes,
+        budget_bytes=config.max_inflight_bytes,
+        body_timeout_s=config.body_timeout_s,
+    )
+    if config.api_keys is not None:
+        public = ("/health", "/metrics") if config.metrics_public else ("/health",)
+        app.add_middleware(RequireApiKey, keys=config.api_keys, public_paths=public)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestLog)  # added last = outermost, so it also logs 413s
     return app
 
@@ -62,7 +81,9 @@ def error_json(exc: BaseException) -> JSONResponse:
         logger.error("%s", body["error"]["message"], exc_info=exc.cause)
     elif isinstance(exc, AnswerParseError):  # the answer is worth seeing when tuning prompts
         logger.warning("%s", body["error"]["message"])
-    return JSONResponse(body, status_code=status)
+    # 503 means "not now": say when to come back (drains and busy servers clear in seconds).
+    headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _handle_exception(request: Request, exc: Exception) -> JSONResponse:
@@ -95,7 +116,13 @@ def _add_routes(app: FastAPI, service: RewardService) -> None:
     @app.get("/health", response_model=HealthResponse, responses={503: {}})
     async def health() -> JSONResponse:
         status, body = service.health()
-        return JSONResponse(body, status_code=status)
+        headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        body, content_type = service.metrics.exposition()
+        return Response(body, media_type=content_type)
 
     @app.get("/backends", response_model=BackendsResponse)
     async def backends() -> BackendsResponse:

@@ -34,12 +34,22 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 JobT = TypeVar("JobT")
 ResultT = TypeVar("ResultT")
 
 logger = logging.getLogger(__name__)
+
+
+def mark_started(future: Future[Any], when: float) -> None:
+    """Record on ``future`` when its job started to generate (``time.perf_counter()``)."""
+    future.started_at = when  # type: ignore[attr-defined]
+
+
+def started_at(future: Future[Any]) -> float | None:
+    """When ``future``'s job started to generate, if its runner recorded it."""
+    return getattr(future, "started_at", None)
 
 
 class BatcherClosedError(RuntimeError):
@@ -130,6 +140,16 @@ class DynamicBatcher(Generic[JobT, ResultT]):
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"batcher-{name}", daemon=True)
         self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for a batch (a metric; read without the lock, it is a snapshot)."""
+        return len(self._queue)
+
+    @property
+    def running(self) -> int:
+        """Jobs in the batch that is generating now."""
+        return len(self._running)
 
     def reserve(self) -> Reservation[JobT, ResultT]:
         """A ticket for a job that will be submitted soon (see :class:`Reservation`)."""
@@ -241,6 +261,9 @@ class DynamicBatcher(Generic[JobT, ResultT]):
                 return None
             live = [(job, fut) for job, fut in batch if fut.set_running_or_notify_cancel()]
             self._running = {fut: job for job, fut in live}
+            started = time.perf_counter()
+            for _, fut in live:
+                mark_started(fut, started)  # the server's queue-wait metric ends here
             return live
 
     def _run_batch(self, batch: list[tuple[JobT, Future[ResultT]]]) -> None:

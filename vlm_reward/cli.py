@@ -8,24 +8,22 @@ running server. The ``--max-*`` flags are generated from the fields of
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import importlib
+import ipaddress
 import json
 import logging
 import os
-import socket
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import uvicorn
-
 from vlm_reward.app import create_app
+from vlm_reward.auth import API_KEY_ENV, load_api_keys
 from vlm_reward.backends import canonical_name
 from vlm_reward.limits import RequestLimits, flag_name
 from vlm_reward.server_config import ServerConfig
-from vlm_reward.service import RewardService
+from vlm_reward.serving import ServingOptions, serve
 
 DEFAULT_BACKEND = "qwen2_5_vl_vllm"
 DEFAULT_PORT = 18080
@@ -116,7 +114,57 @@ def build_parser() -> argparse.ArgumentParser:
         help="import MODULE first so the backends it registers can be used (repeatable)",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_access_flags(p)
+    _add_connection_flags(p)
     return p
+
+
+def _add_access_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group(
+        "access (keys come from $" + API_KEY_ENV + ", comma-separated, or --api-key-file; never a flag)"
+    )
+    group.add_argument(
+        "--api-key-file", metavar="PATH", help="file with the accepted API keys, one per line (rotation)"
+    )
+    group.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="start on a non-loopback --host without an API key (anyone who reaches the port may use it)",
+    )
+    group.add_argument("--metrics-public", action="store_true", help="serve GET /metrics without a key")
+    group.add_argument("--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate (PEM)")
+    group.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key (PEM)")
+
+
+def _add_connection_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("connections and shutdown")
+    positive = _float_at_least(0, strict=True)
+    group.add_argument(
+        "--header-timeout",
+        type=positive,
+        default=10.0,
+        help="seconds a connection may take to send a request's headers, and may stay idle "
+        "(default: %(default)s)",
+    )
+    group.add_argument(
+        "--body-timeout",
+        type=positive,
+        default=60.0,
+        help="seconds a request may take to send its whole body; then 408 (default: %(default)s)",
+    )
+    group.add_argument(
+        "--max-inflight-mb",
+        type=positive,
+        default=256.0,
+        help="request-body megabytes held in memory at once; past it 503 server_busy (default: %(default)s)",
+    )
+    group.add_argument(
+        "--drain-timeout",
+        type=_float_at_least(0, strict=False),
+        default=30.0,
+        help="on SIGTERM/SIGINT, seconds the admitted jobs get to finish before they get 503 "
+        "(new requests get 503 at once; default: %(default)s)",
+    )
 
 
 def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argparse.Namespace]:
@@ -135,6 +183,11 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
     if not os.path.isdir(args.video_root):
         parser.error(f"--video-root {args.video_root!r} is not an existing directory.")
     limits = RequestLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(RequestLimits)})
+    try:
+        api_keys = load_api_keys(args.api_key_file)
+    except ValueError as exc:
+        parser.error(str(exc))
+    _check_binding(parser, args, has_keys=api_keys is not None)
     config = ServerConfig(
         backend=args.backend,
         model=args.model,
@@ -143,12 +196,43 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
         max_batch_size=args.max_batch_size,
         max_wait_ms=args.max_wait_ms,
         limits=limits,
+        api_keys=api_keys,
+        metrics_public=args.metrics_public,
+        max_inflight_mb=args.max_inflight_mb,
+        body_timeout_s=args.body_timeout,
     )
     return config, args
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine (``localhost``, 127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a hostname: it may resolve to any interface
+
+
+def _check_binding(parser: argparse.ArgumentParser, args: argparse.Namespace, has_keys: bool) -> None:
+    """No open judge on the network by accident; TLS flags come in pairs."""
+    if not has_keys and not is_loopback(args.host) and not args.allow_unauthenticated:
+        parser.error(
+            f"--host {args.host} accepts connections from other machines, but no API key is set: "
+            f"set {API_KEY_ENV} (or --api-key-file) so only your clients can use the judge, or pass "
+            "--allow-unauthenticated to serve it open."
+        )
+    if (args.ssl_certfile is None) != (args.ssl_keyfile is None):
+        parser.error("--ssl-certfile and --ssl-keyfile go together: give both, or neither.")
+    for flag in ("ssl_certfile", "ssl_keyfile"):
+        path = getattr(args, flag)
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"--{flag.replace('_', '-')} {path!r} is not an existing file.")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the server until SIGINT/SIGTERM; then queued and running jobs get 503 at once."""
+    """Run the server until SIGINT/SIGTERM, then drain: new requests get 503 at once, admitted
+    jobs get up to ``--drain-timeout`` seconds to finish, the rest 503; then exit 0."""
     config, args = parse_config(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -157,24 +241,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         app = create_app(config)
     except (ValueError, TypeError) as exc:
         build_parser().error(f"cannot start backend {config.backend!r}: {exc}")
-    uv_config = uvicorn.Config(
-        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False
+    options = ServingOptions(
+        host=args.host,
+        port=args.port,
+        header_timeout_s=args.header_timeout,
+        drain_timeout_s=args.drain_timeout,
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
     )
-    _PromptShutdownServer(uv_config, app.state.service).run()
-
-
-class _PromptShutdownServer(uvicorn.Server):
-    """uvicorn's server, but a shutdown answers queued and running jobs at once.
-
-    uvicorn waits for in-flight requests before it runs the app's shutdown; with a queue
-    of long generations a SIGTERM would wait minutes. Closing the service first answers
-    them 503 ``shutting_down`` (clients retry 503), and the wait is then short.
-    """
-
-    def __init__(self, config: Any, service: RewardService) -> None:
-        super().__init__(config)
-        self._service = service
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await asyncio.to_thread(self._service.shutdown)
-        await super().shutdown(sockets)
+    serve(app, options, args.log_level)

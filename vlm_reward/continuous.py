@@ -11,11 +11,12 @@ adds to the backend's own ``submit`` is the server's lifecycle: ``abandon`` canc
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-from vlm_reward.batching import BatcherClosedError, Reservation
+from vlm_reward.batching import BatcherClosedError, Reservation, mark_started
 
 JobT = TypeVar("JobT")
 ResultT = TypeVar("ResultT")
@@ -35,6 +36,13 @@ class ContinuousRunner(Generic[JobT, ResultT]):
         self._live: dict[Future[ResultT], Future[ResultT]] = {}  # caller's future -> engine's
         self._closed = False
 
+    queued = 0  # a metric: jobs never wait in this runner (the engine's own queue is not visible)
+
+    @property
+    def running(self) -> int:
+        """Jobs handed to the engine and not yet answered."""
+        return len(self._live)
+
     def reserve(self) -> Reservation[JobT, ResultT]:
         """A ticket (nothing waits for it here: jobs are not batched by the runner)."""
         with self._lock:
@@ -45,6 +53,7 @@ class ContinuousRunner(Generic[JobT, ResultT]):
         """Start ``job`` in the engine now."""
         out: Future[ResultT] = Future()
         out.set_running_or_notify_cancel()
+        mark_started(out, time.perf_counter())  # the engine queues it; its wait is model time here
         with self._lock:
             self._raise_if_closed()
             inner = self._submit(job)

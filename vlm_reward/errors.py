@@ -12,10 +12,14 @@ status  type                    when
                                 body that cannot be parsed at all (not UTF-8, nested too deep)
 400     invalid_video           the bytes are not a decodable video, or it has no frames
 400     video_not_found         ``video_path`` is inside the root but no such file exists
+401     unauthorized            the server has API keys and the request has no
+                                ``Authorization: Bearer <key>`` header with one of them
 403     video_outside_root      ``video_path`` resolves (``..``, symlinks) outside ``--video-root``
 404     unknown_backend         no backend registered under that name (message lists them)
 404     not_found               unknown URL
 405     method_not_allowed      wrong HTTP method for a known URL
+408     request_timeout         the request body did not arrive within
+                                ``--body-timeout`` seconds
 413     payload_too_large       inline video over ``--max-video-mb`` or request body too big
 422     validation_error        the request does not match the schema (types, ranges, fields)
 422     limit_exceeded          a field is above one of the server's ``--max-*`` caps
@@ -32,8 +36,12 @@ status  type                    when
 503     backend_not_loaded      backend registered, but this server was not started with it
 503     backend_loading         the backend is still loading (``/health`` turns 200 when done)
 503     backend_load_failed     the backend failed to load; the message has the reason
-503     shutting_down           the server is stopping; queued and running jobs are answered
-                                with this at once (a client retries 503 elsewhere or later)
+503     shutting_down           the server is draining (SIGTERM/SIGINT): new requests get this
+                                at once, with ``Retry-After``; jobs still unfinished when
+                                ``--drain-timeout`` ends get it too
+503     server_busy             the request bodies in flight already use ``--max-inflight-mb``,
+                                or ``--max-inflight-requests`` requests are being served; with
+                                ``Retry-After`` (nothing of the body was read)
 ======  ======================  =========================================================
 
 Messages never carry stack traces, and text that comes from exceptions we did not write
@@ -136,6 +144,24 @@ class BackendLoadFailedError(BackendNotLoadedError):
 
 class ServerShuttingDownError(BackendNotLoadedError):
     error_type = "shutting_down"
+
+
+class UnauthorizedError(RewardServerError):
+    """No valid ``Authorization: Bearer <key>``; the message never echoes what was sent."""
+
+    error_type = "unauthorized"
+
+
+class ServerBusyError(RewardServerError):
+    """Over the server's budget of requests or request bytes in flight; retry later."""
+
+    error_type = "server_busy"
+
+
+class RequestTimeoutError(RewardServerError):
+    """The request body did not arrive within the body deadline."""
+
+    error_type = "request_timeout"
 
 
 class BackendError(Exception):

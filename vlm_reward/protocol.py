@@ -47,10 +47,12 @@ ERROR_STATUS: dict[str, int] = {
     "invalid_request": 400,
     "invalid_video": 400,
     "video_not_found": 400,
+    "unauthorized": 401,
     "video_outside_root": 403,
     "unknown_backend": 404,
     "not_found": 404,
     "method_not_allowed": 405,
+    "request_timeout": 408,
     "payload_too_large": 413,
     "validation_error": 422,
     "limit_exceeded": 422,
@@ -63,6 +65,7 @@ ERROR_STATUS: dict[str, int] = {
     "backend_loading": 503,
     "backend_load_failed": 503,
     "shutting_down": 503,
+    "server_busy": 503,
 }
 # Worth retrying, on another server or a little later: 503 (this server cannot serve the
 # backend now: loading, stopping, or not hosting it) and 504 (a proxy's timeout). Not 502:

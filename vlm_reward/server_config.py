@@ -25,11 +25,23 @@ class ServerConfig:
     max_batch_size: int = 8
     max_wait_ms: float = 20.0
     limits: RequestLimits = field(default_factory=RequestLimits)
+    # Access and admission (see vlm_reward.auth and the README's "Limits of the server"):
+    api_keys: Any = None  # an ApiKeys (its repr hides the keys), or None: no key needed
+    metrics_public: bool = False  # GET /metrics without a key
+    max_inflight_mb: float | None = 256.0  # request bodies in memory at once; None: unbounded
+    body_timeout_s: float | None = 60.0  # deadline for a request's whole body; None: none
 
     @property
     def max_body_bytes(self) -> int:
         """Largest request body: the video limit after base64 (4/3) plus JSON slack."""
         return int(self.limits.max_video_mb * 1024 * 1024 * 4 / 3) + _BODY_SLACK_BYTES
+
+    @property
+    def max_inflight_bytes(self) -> int | None:
+        """The budget of request-body bytes in flight, never below one largest body."""
+        if self.max_inflight_mb is None:
+            return None
+        return max(int(self.max_inflight_mb * 1024 * 1024), self.max_body_bytes)
 
 
 def model_display_name(model: str) -> str:

@@ -39,7 +39,22 @@ from vlm_reward.runtime import server_env
 REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 SERVER_MODULE = "vlm_reward.libero_reward_server"
-STOP_GRACE_S = 15.0  # uvicorn's graceful shutdown answers queued jobs first; then SIGKILL
+# SIGTERM drains the server (vlm_reward.serving): its jobs get --drain-timeout (default 30 s),
+# then 5 s to flush the last answers. The launcher waits that long, plus margin, before SIGKILL.
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+_DRAIN_MARGIN_S = 10.0
+STOP_GRACE_S = DEFAULT_DRAIN_TIMEOUT_S + _DRAIN_MARGIN_S
+
+
+def stop_grace(args: Sequence[str]) -> float:
+    """Seconds to wait after SIGTERM for a server started with ``args``: its drain, plus margin."""
+    drain = DEFAULT_DRAIN_TIMEOUT_S
+    for i, arg in enumerate(args):
+        if arg == "--drain-timeout" and i + 1 < len(args):
+            drain = float(args[i + 1])
+        elif arg.startswith("--drain-timeout="):
+            drain = float(arg.split("=", 1)[1])
+    return drain + _DRAIN_MARGIN_S
 
 
 class ServerStartError(RuntimeError):
@@ -147,6 +162,7 @@ class RewardServerProcess:
         self.port = port or free_port()
         self.log_path = Path(log_path)
         self.cmd = server_command(self.python, self.port, args, plugins)
+        self.stop_grace = stop_grace(args)
         path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
         child_env = {**os.environ, **server_env(self.python), "PYTHONPATH": path, **(env or {})}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -210,9 +226,10 @@ class RewardServerProcess:
         self.wait_until(lambda reply: reply.status_code == 200, timeout, state="healthy")
         return self
 
-    def stop(self, grace: float = STOP_GRACE_S) -> int:
-        """SIGTERM (uvicorn shuts down cleanly), SIGKILL after ``grace`` s; returns the exit code."""
-        return stop_process(self.proc, grace)
+    def stop(self, grace: float | None = None) -> int:
+        """SIGTERM (the server drains), SIGKILL after ``grace`` s (default: its drain timeout plus
+        margin); returns the exit code."""
+        return stop_process(self.proc, self.stop_grace if grace is None else grace)
 
     def __enter__(self) -> RewardServerProcess:
         try:

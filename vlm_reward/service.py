@@ -12,6 +12,12 @@ for the answer unless the client leaves, and read it: a probability as is, text 
 A backend is constructed with the service (cheap: bad ``--backend-kwargs`` fail at the
 command line) and loaded in a background thread (:meth:`RewardService.start`), so
 ``/health`` answers 503 while the weights load.
+
+A SIGTERM drains rather than drops (:meth:`RewardService.begin_drain`, then
+:meth:`RewardService.drain`): new requests get 503 ``shutting_down`` at once, the jobs
+already admitted run to their answer within the drain timeout, and only those still
+unfinished then get 503 (:meth:`RewardService.shutdown`). When a :class:`ServerMetrics` is
+attached, each job's video decode, queue wait and model time are observed here.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from vlm_reward.backends import (
     canonical_name,
     resolve_backend,
 )
-from vlm_reward.batching import BatcherClosedError, JobRunner
+from vlm_reward.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
@@ -42,6 +48,7 @@ from vlm_reward.errors import (
     UnknownBackendError,
     error_response,
 )
+from vlm_reward.metrics import ServerMetrics
 from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.server_config import ServerConfig
@@ -58,10 +65,14 @@ class RewardService:
         self.limits = config.limits
         self.default_backend = canonical_name(config.backend)
         backend = resolve_backend(self.default_backend)(config.model, **config.backend_kwargs)
+        backend.check_model()  # a missing or unsupported checkpoint fails here, before listening
         check_default_budget(self.default_backend, backend, self.limits)
         self.slots = {self.default_backend: BackendSlot(self.default_backend, backend, config)}
         self.video_policy = VideoPolicy.create(config.video_root, self.limits)
         self._loader: threading.Thread | None = None
+        self.metrics: ServerMetrics | None = None
+        self.draining = False
+        self.active = 0  # score() calls admitted and not yet answered (what a drain waits for)
 
     def start(self) -> None:
         """Begin loading the backends in the background so ``/health`` answers meanwhile."""
@@ -73,8 +84,27 @@ class RewardService:
 
     def shutdown(self) -> None:
         """Answer every queued and running job 503 and release the backends (idempotent)."""
+        self.draining = True
         for slot in self.slots.values():
             slot.close()
+
+    def begin_drain(self) -> None:
+        """Take no new work: from now on ``/score`` and ``/health`` answer 503 ``shutting_down``."""
+        self.draining = True
+        if self.metrics is not None:
+            self.metrics.draining.set(1)
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Wait until every admitted request is answered, at most ``timeout_s``; True if all were."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.active > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        return self.active == 0
+
+    def runner_states(self) -> list[tuple[str, Any, str]]:
+        """(name, runner or ``None``, state) per hosted backend, for the metrics gauges."""
+        return [(name, slot.runner, slot.state) for name, slot in self.slots.items()]
 
     def slot_for(self, requested: str | None) -> BackendSlot:
         """The hosted slot for a requested name or alias (``None``: the default)."""
@@ -102,6 +132,17 @@ class RewardService:
         and a running one cancelled (``ClientDisconnectedError``), so a client that timed
         out does not keep the model busy for nobody while later requests wait behind it.
         """
+        if self.draining:
+            raise ServerShuttingDownError("the server is shutting down; retry on another server or later.")
+        self.active += 1
+        try:
+            return await self._score(req, request_state, client_gone)
+        finally:
+            self.active -= 1
+
+    async def _score(
+        self, req: ScoreRequest, request_state: Any, client_gone: asyncio.Future[Any] | None
+    ) -> ScoreResponse:
         start = time.perf_counter()
         self.limits.check_request(
             nframes=req.nframes,
@@ -134,6 +175,7 @@ class RewardService:
         try:
             # Reserve before the video is validated: the runner then knows a job is coming.
             with runner.reserve() as reservation:
+                decode_start = time.perf_counter()
                 video = await asyncio.to_thread(
                     prepare_video,
                     req.video_path,
@@ -141,6 +183,7 @@ class RewardService:
                     self.video_policy,
                     lambda total: slot.backend.frame_indices(total, req.nframes),
                 )
+                submitted = time.perf_counter()
                 try:
                     future = reservation.submit(_job(req, video, mode))
                 except BaseException:
@@ -150,16 +193,20 @@ class RewardService:
             raise ServerShuttingDownError(
                 "the server is shutting down; retry on another server or later."
             ) from None
+        self._observe("decode", slot.name, submitted - decode_start)
         try:
             text = await _await_answer(runner, future, client_gone)
-        except (ClientDisconnectedError, ServerShuttingDownError):
+        except ClientDisconnectedError:
+            self._aborted(slot.name, "client_disconnected")
             raise
-        except BatcherClosedError:
+        except (BatcherClosedError, ServerShuttingDownError):
+            self._aborted(slot.name, "shutting_down")
             raise ServerShuttingDownError("the server shut down before the job finished; retry.") from None
         except Exception as exc:
             raise BackendError(slot.name, exc) from exc
         finally:
             video.cleanup()
+        self._observe_generation(slot.name, future, submitted)
         expected = ProbabilityAnswer if mode == "probability" else str
         if not isinstance(text, expected):
             problem = (
@@ -168,8 +215,27 @@ class RewardService:
             raise BackendError(slot.name, RuntimeError(problem))
         return text
 
+    def _observe(self, what: str, backend: str, seconds: float) -> None:
+        if self.metrics is not None:
+            histogram = {"decode": self.metrics.decode, "queue": self.metrics.queue_wait}.get(what)
+            (histogram or self.metrics.model_time).labels(backend).observe(max(seconds, 0.0))
+
+    def _observe_generation(self, backend: str, future: Future[Any], submitted: float) -> None:
+        """Queue wait (submit -> start) and model time (start -> answer) of a finished job."""
+        started = started_at(future) or submitted
+        self._observe("queue", backend, started - submitted)
+        self._observe("model", backend, time.perf_counter() - started)
+
+    def _aborted(self, backend: str, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.aborted.labels(backend, reason).inc()
+
     def health(self) -> tuple[int, dict[str, Any]]:
-        """200 with the serving backend once it is ready; 503 with the reason (loading/failed) before."""
+        """200 once the backend serves; 503 with the reason (loading, failed, draining) otherwise."""
+        if self.draining:
+            return error_response(
+                ServerShuttingDownError("the server is shutting down; retry on another server or later.")
+            )
         slot = self.slots[self.default_backend]
         try:
             slot.require_ready()

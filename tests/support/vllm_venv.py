@@ -68,7 +68,8 @@ class VllmServer(RewardServerProcess):
         log_path: Path,
         backend_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        args = backend_args(backend, model, video_root, backend_kwargs)
+        # A SIGTERM drains for --drain-timeout: 1 s, so the shutdown test's long job gets its 503 soon.
+        args = [*backend_args(backend, model, video_root, backend_kwargs), "--drain-timeout", "1"]
         super().__init__(args, log_path, python=python, repo=REPO)
 
     def wait_ready(self, timeout: float = ENGINE_START_TIMEOUT_S) -> VllmServer:

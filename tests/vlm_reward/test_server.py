@@ -1,4 +1,4 @@
-"""End-to-end tests of the reward server: a real uvicorn process on 127.0.0.1, driven over HTTP.
+"""End-to-end tests of the reward server: a real server process (Hypercorn) on 127.0.0.1, driven over HTTP.
 
 The servers load the fake backends of ``tests/support/fake_backends.py`` through the public
 ``--plugin`` flag, so everything but the model itself is the production code path: CLI,
@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -430,9 +429,8 @@ def test_health_is_503_while_loading_then_200(ctx: Ctx, tmp_path: Path) -> None:
         assert ready.json()["status"] == "ok"
         assert _post(proc, _video("episode.mp4")).json()["score"] == pytest.approx(0.8)
     finally:
-        # uvicorn re-raises SIGTERM after its graceful shutdown, so the code is 0 or -SIGTERM.
-        assert proc.stop() in (0, -signal.SIGTERM)
-    assert "Application shutdown complete" in proc.log()
+        assert proc.stop() == 0  # a drained server exits 0
+    assert "shutdown complete" in proc.log()
 
 
 def test_load_failure_keeps_health_503_with_the_reason(ctx: Ctx, tmp_path: Path) -> None:
