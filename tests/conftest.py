@@ -1,4 +1,4 @@
-"""Shared fixtures: the tiny offline Qwen2.5-VL checkpoint and a small rendered MP4."""
+"""Shared fixtures: the tiny offline Qwen2.5-VL and Qwen3-VL checkpoints and a small rendered MP4."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ def tiny_qwen_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
 
     path = tmp_path_factory.mktemp("tiny-qwen2.5-vl")
     build_tiny_qwen2_5_vl(path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A random-weight Qwen3-VL with a real processor, built offline once per session."""
+    from vlm_reward.model_family import QWEN3_VL
+    from vlm_reward.tiny_checkpoint import build_tiny_checkpoint
+
+    path = tmp_path_factory.mktemp("tiny-qwen3-vl")
+    build_tiny_checkpoint(path, QWEN3_VL.model_type)
     return str(path)
 
 

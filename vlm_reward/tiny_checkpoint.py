@@ -1,22 +1,24 @@
-"""A tiny random-weight Qwen2.5-VL checkpoint, built offline, for tests and smoke runs.
+"""Tiny random-weight Qwen2.5-VL and Qwen3-VL checkpoints, built offline, for tests and smoke runs.
 
-The real Qwen2.5-VL-7B cannot be downloaded or run here, but the code paths that matter
+The real models cannot be downloaded or run here, but the code paths that matter
 (chat template -> qwen-vl-utils -> processor -> vision tower -> ``generate``) only care
-about the *architecture* and the *processor*, not the weights. So this module builds:
+about the *architecture* and the *processor*, not the weights. So this module builds, per
+family (:mod:`vlm_reward.tiny_families` holds what differs):
 
-- a ``Qwen2_5_VLForConditionalGeneration`` with the real architecture (window attention,
-  M-RoPE, patch merger) at toy width and depth, with seeded random weights, ~1.5 MB on disk;
-- the real ``Qwen2_5_VLProcessor`` with the real ``Qwen2VLImageProcessorFast`` (what
-  transformers 4.57 loads for Qwen2.5-VL by default) and ``Qwen2VLVideoProcessor``
-  (patch 14, merge 2, temporal patch 2, as in the 7B model);
+- the family's ``...ForConditionalGeneration`` with the real architecture (Qwen2.5-VL:
+  window attention, M-RoPE, patch merger; Qwen3-VL: interleaved M-RoPE, DeepStack, learned
+  position embeddings) at toy width and depth, with seeded random weights, ~1.5 MB on disk;
+- the family's real processor with the image and video processor classes transformers
+  picks for it (Qwen2.5-VL: 14 px patches; Qwen3-VL: 16 px patches and its own video
+  processor, which writes frame timestamps), merge 2, temporal patch 2, as in the real models;
 - a small byte-level BPE tokenizer (all 256 byte symbols plus a few merges) with Qwen's
-  special tokens in Qwen's order, and a chat template that renders Qwen2.5-VL's format.
+  special tokens in Qwen's order, and a chat template that renders Qwen's format.
 
 Answers are gibberish, but shapes, token ids, placeholder expansion and stopping behave
 as with the real model. Nothing touches the network. ``config.json`` names the architecture
-at its top level, as real Qwen2.5-VL checkpoints do, so vLLM loads it as a generative model.
+at its top level, as real checkpoints do, so vLLM loads it as a generative model.
 
-CLI: ``python -m vlm_reward.tiny_checkpoint OUT_DIR``.
+CLI: ``python -m vlm_reward.tiny_checkpoint OUT_DIR [--family qwen3_vl]``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ import json
 import os
 from pathlib import Path
 from typing import Any
+
+from vlm_reward.model_family import QWEN2_5_VL
+from vlm_reward.tiny_families import TINY_FAMILIES, build_config, build_processor, tiny_family
 
 # Qwen2's special tokens in the order Qwen2.5-VL's tokenizer defines them, so their
 # relative ids match the real model (<|endoftext|> first, <|video_pad|> last).
@@ -59,17 +64,12 @@ _ANSWER_MERGES = (
 )
 MERGES = (*_WORD_MERGES, *_ANSWER_MERGES)
 
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
-
-# Qwen2.5-VL's chat format: every turn is "<|im_start|>ROLE\n...<|im_end|>\n"; a vision
-# item becomes <|vision_start|><|image_pad|><|vision_end|> (or <|video_pad|>), which the
-# processor later expands to one pad per vision token. A conversation without a system
-# turn gets Qwen's default one, as the real template does.
-CHAT_TEMPLATE = (
-    "{%- for message in messages -%}"
-    "{%- if loop.first and message['role'] != 'system' -%}"
-    "{{- '<|im_start|>system\\n" + DEFAULT_SYSTEM_PROMPT + "<|im_end|>\\n' -}}"
-    "{%- endif -%}"
+# Qwen's chat format: every turn is "<|im_start|>ROLE\n...<|im_end|>\n"; a vision item
+# becomes <|vision_start|><|image_pad|><|vision_end|> (or <|video_pad|>), which the
+# processor later expands to one pad per vision token (Qwen3-VL's also writes a
+# "<t seconds>" text before each pair of frames). A conversation without a system turn
+# gets the family's default one, as the real templates do (Qwen2.5-VL has one, Qwen3-VL none).
+_TURNS = (
     "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
     "{%- if message['content'] is string -%}"
     "{{- message['content'] -}}"
@@ -85,25 +85,28 @@ CHAT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- endif -%}"
     "{{- '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}"
-    "{{- '<|im_start|>assistant\\n' -}}"
-    "{%- endif -%}"
 )
 
-# The real 7B preprocessor's pixel bounds; qwen-vl-utils resizes before the processor,
-# so these only matter for inputs that did not go through it.
-PROCESSOR_KWARGS: dict[str, Any] = {
-    "min_pixels": 56 * 56,
-    "max_pixels": 28 * 28 * 16384,
-    "patch_size": 14,
-    "temporal_patch_size": 2,
-    "merge_size": 2,
-}
+
+def chat_template(default_system_prompt: str | None) -> str:
+    """The Jinja chat template, with ``default_system_prompt`` for conversations lacking one."""
+    default = ""
+    if default_system_prompt is not None:
+        default = (
+            "{%- if loop.first and message['role'] != 'system' -%}"
+            "{{- '<|im_start|>system\\n" + default_system_prompt + "<|im_end|>\\n' -}}"
+            "{%- endif -%}"
+        )
+    return (
+        "{%- for message in messages -%}" + default + _TURNS + "{%- endfor -%}"
+        "{%- if add_generation_prompt -%}"
+        "{{- '<|im_start|>assistant\\n' -}}"
+        "{%- endif -%}"
+    )
+
 
 DEFAULT_MAX_NEW_TOKENS = 8
 SEED = 0
-ARCHITECTURES = ["Qwen2_5_VLForConditionalGeneration"]
 
 
 def _byte_symbols() -> list[str]:
@@ -123,8 +126,8 @@ def _byte_symbols() -> list[str]:
     return [symbols[b] for b in range(256)]
 
 
-def build_tokenizer() -> Any:
-    """A ``Qwen2TokenizerFast`` over a byte-level BPE with Qwen's special tokens."""
+def build_tokenizer(template: str) -> Any:
+    """A ``Qwen2TokenizerFast`` over a byte-level BPE with Qwen's special tokens and ``template``."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import Qwen2TokenizerFast
 
@@ -148,77 +151,7 @@ def build_tokenizer() -> Any:
         additional_special_tokens=[t for t in SPECIAL_TOKENS if t not in ("<|endoftext|>", "<|im_end|>")],
         model_max_length=32768,
         errors="replace",
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
-def build_processor() -> Any:
-    """The real ``Qwen2_5_VLProcessor`` around the tiny tokenizer."""
-    from transformers import Qwen2_5_VLProcessor, Qwen2VLImageProcessorFast, Qwen2VLVideoProcessor
-
-    return Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessorFast(**PROCESSOR_KWARGS),
-        tokenizer=build_tokenizer(),
-        video_processor=Qwen2VLVideoProcessor(**PROCESSOR_KWARGS),
-        chat_template=CHAT_TEMPLATE,
-    )
-
-
-def build_config(tokenizer: Any) -> Any:
-    """A toy-size ``Qwen2_5_VLConfig`` whose special token ids come from ``tokenizer``.
-
-    Head dims are 32 (not smaller) so attention kernels that only support multiples of
-    32 (e.g. vLLM's) accept the model; mrope_section is the 7B's [16, 24, 24] scaled to
-    head_dim 32 (it must sum to head_dim / 2).
-    """
-    from transformers import Qwen2_5_VLConfig
-
-    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    text = {
-        # Pad the embedding table to a multiple of 64, like the real model pads 151665 -> 152064.
-        "vocab_size": -(-len(tokenizer) // 64) * 64,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "num_key_value_heads": 1,
-        "max_position_embeddings": 32768,
-        "rope_theta": 1000000.0,
-        "rope_scaling": {"type": "mrope", "mrope_section": [4, 6, 6]},
-        # Untied head: with tied embeddings a random model just repeats its last input
-        # token, so every prompt would get the same answer and hide batching bugs.
-        "tie_word_embeddings": False,
-        "bos_token_id": ids["<|endoftext|>"],
-        "eos_token_id": ids["<|im_end|>"],
-        "pad_token_id": ids["<|endoftext|>"],
-    }
-    vision = {
-        "depth": 2,
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_heads": 2,
-        "out_hidden_size": 64,
-        "fullatt_block_indexes": [1],
-        "window_size": 112,
-        # Seconds -> M-RoPE temporal positions; the 7B checkpoint uses 2 (the class default is 4).
-        "tokens_per_second": 2,
-        # Must match the processor, which cuts the pixels into these patches.
-        "patch_size": PROCESSOR_KWARGS["patch_size"],
-        "temporal_patch_size": PROCESSOR_KWARGS["temporal_patch_size"],
-        "spatial_merge_size": PROCESSOR_KWARGS["merge_size"],
-    }
-    return Qwen2_5_VLConfig(
-        text_config=text,
-        vision_config=vision,
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        bos_token_id=text["bos_token_id"],
-        eos_token_id=text["eos_token_id"],
-        pad_token_id=text["pad_token_id"],
-        tie_word_embeddings=False,
-        dtype="float32",
+        chat_template=template,
     )
 
 
@@ -236,41 +169,49 @@ def build_generation_config(tokenizer: Any) -> Any:
     )
 
 
-def build_tiny_qwen2_5_vl(path: str | os.PathLike[str]) -> Path:
-    """Write a tiny random Qwen2.5-VL checkpoint with a real processor to ``path``; return it.
+def build_tiny_checkpoint(path: str | os.PathLike[str], family: str = QWEN2_5_VL.model_type) -> Path:
+    """Write a tiny random checkpoint of ``family`` (a model_type) with a real processor to ``path``.
 
     The directory loads with ``AutoProcessor`` / ``AutoModelForImageTextToText`` offline.
     Weights come from a fixed torch seed, so two builds hold the same weights. Takes a
-    second or two and well under 5 MB on disk.
+    second or two and well under 5 MB on disk. ``ValueError`` for a family with no tiny build.
     """
     import torch
-    from transformers import Qwen2_5_VLForConditionalGeneration
+    import transformers
 
+    tiny = tiny_family(family)
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
-    processor = build_processor()
-    config = build_config(processor.tokenizer)
+    template = chat_template(tiny.default_system_prompt)
+    processor = build_processor(tiny, build_tokenizer(template), template)
+    config = build_config(tiny, processor.tokenizer, SPECIAL_TOKENS)
+    model_class = getattr(transformers, tiny.family.model_class)
     # fork_rng: seed for reproducible weights without changing the caller's RNG state.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(SEED)
-        model = Qwen2_5_VLForConditionalGeneration(config).eval()
+        model = model_class(config).eval()
     model.generation_config = build_generation_config(processor.tokenizer)
     model.save_pretrained(out, safe_serialization=True)
     processor.save_pretrained(out)
-    write_architectures(out / "config.json")
+    write_architectures(out / "config.json", tiny.family.architecture)
     return out
 
 
-def write_architectures(config_path: Path) -> None:
+def build_tiny_qwen2_5_vl(path: str | os.PathLike[str]) -> Path:
+    """The tiny Qwen2.5-VL checkpoint (:func:`build_tiny_checkpoint`), what most tests use."""
+    return build_tiny_checkpoint(path, QWEN2_5_VL.model_type)
+
+
+def write_architectures(config_path: Path, architecture: str) -> None:
     """Put the top-level ``architectures`` into a saved ``config.json``.
 
-    transformers 4.57's composite Qwen2.5-VL config forwards the attribute to its
+    transformers 4.57's composite Qwen-VL configs forward the attribute to their
     ``text_config``, so ``save_pretrained`` writes it only there. vLLM picks the model class
     from the top-level list; without it, it resolves ``Qwen2_5_VLModel`` as a pooling model
     and refuses to generate. Real checkpoints carry it, hence the edit after saving.
     """
     config = json.loads(config_path.read_text())
-    config["architectures"] = list(ARCHITECTURES)
+    config["architectures"] = [architecture]
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
@@ -278,8 +219,14 @@ def main(argv: list[str] | None = None) -> None:
     """CLI entry point: build the checkpoint in OUT_DIR and print its path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", help="directory to write the checkpoint into (created if missing)")
+    parser.add_argument(
+        "--family",
+        choices=sorted(TINY_FAMILIES),
+        default=QWEN2_5_VL.model_type,
+        help="architecture family of the checkpoint (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
-    print(build_tiny_qwen2_5_vl(args.out_dir))
+    print(build_tiny_checkpoint(args.out_dir, args.family))
 
 
 if __name__ == "__main__":

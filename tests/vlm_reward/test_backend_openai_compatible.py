@@ -97,13 +97,21 @@ def test_registered_and_base_url_is_required() -> None:
         check_kwargs({"base_url": "http://x/v1"}, per_request=True)
 
 
-def test_expected_prompt_tokens_expands_each_placeholder() -> None:
+def test_expected_prompt_tokens_expands_each_placeholder(backend: OpenAICompatibleBackend) -> None:
+    """The processor's own expansion: 28 px a token for Qwen2.5-VL, each placeholder one token before."""
     import torch
     from PIL import Image
 
+    processor = backend._processor
     video = torch.zeros(8, 3, 56, 84)  # 4 frame pairs of 2 x 3 tokens
-    vision = VisionInputs([Image.new("RGB", (28, 56))], [video], {}, [])  # + an image of 2 tokens
-    assert expected_prompt_tokens(100, vision) == 100 + (4 * 2 * 3 - 1) + (2 - 1)
+    metadata = {"fps": 4.0, "frames_indices": list(range(8)), "total_num_frames": 8}
+    vision = VisionInputs([Image.new("RGB", (84, 56))], [video], {"fps": [4.0]}, [metadata])  # + 2 x 3
+    messages = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "video"}, {"type": "text", "text": "Q"}]}
+    ]
+    text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text_tokens = len(processor.tokenizer(text)["input_ids"])
+    assert expected_prompt_tokens(processor, text, vision) == text_tokens + (4 * 2 * 3 - 1) + (2 * 3 - 1)
 
 
 def test_a_probability_request_pins_frames_and_asks_for_the_answer_tokens(

@@ -18,6 +18,7 @@ from vlm_reward.backends import JobCancelledError, ProbabilityAnswer, ScoreJob, 
 from vlm_reward.backends.hf_generation import INSTALL_HINT, GenerationSettings, generation_settings
 from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
+from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
 
 TASK = "put the bowl on the plate"
@@ -51,7 +52,7 @@ def model_inputs(backend: QwenHFBackend, spec: PromptSpec, *jobs: ScoreJob) -> A
     clips = [job_clip(job) for job in jobs]
     messages = [job_messages(spec, job, clip) for job, clip in zip(jobs, clips, strict=True)]
     texts = [render_prompt(backend._processor, m) for m in messages]
-    vision = [load_vision_inputs(m, clip) for m, clip in zip(messages, clips, strict=True)]
+    vision = [load_vision_inputs(m, clip, QWEN2_5_VL) for m, clip in zip(messages, clips, strict=True)]
     return processor_inputs(backend._processor, texts, vision)
 
 
@@ -197,29 +198,32 @@ def test_qwen_frame_indices_reject_a_one_frame_video() -> None:
         qwen_frame_indices(1, 8)
 
 
+@pytest.mark.parametrize("family", [QWEN2_5_VL, QWEN3_VL], ids=["qwen2_5_vl", "qwen3_vl"])
 @pytest.mark.parametrize(
     ("nframes", "max_pixels"),
     [(8, MAX_PIXELS), (16, 200704), (15, 12544), (32, 3136)],
     ids=["8-small", "16-env-default", "odd-below-video-floor", "capped-at-file-tiny-frames"],
 )
 def test_vision_inputs_are_what_qwen_vl_utils_reads_from_the_file(
-    sample_mp4: str, nframes: int, max_pixels: int
+    sample_mp4: str, nframes: int, max_pixels: int, family: ModelFamily
 ) -> None:
-    """The one decode gives qwen-vl-utils' own pixels, frame indices and metadata, bit for bit."""
+    """The one decode gives qwen-vl-utils' own pixels, frame indices and metadata, bit for bit,
+    at each family's patch size (its ``image_patch_size``)."""
     from qwen_vl_utils import vision_process
 
     job = replace(make_job(sample_mp4, nframes=nframes), max_pixels=max_pixels)
     messages = messages_of(QWEN_VIDEO_PROMPT, job)
-    ours = load_vision_inputs(messages, job_clip(job))
+    ours = load_vision_inputs(messages, job_clip(job), family)
     entry = {
         **messages[1]["content"][0],
         "nframes": len(qwen_frame_indices(FIXTURE_FRAMES, nframes)),
-        "min_pixels": min(max_pixels, 128 * 28 * 28),
+        "min_pixels": min(max_pixels, 128 * family.token_side**2),
     }
     reference = [{**messages[1], "content": [entry]}]
     _, [(video, metadata)], _ = vision_process.process_vision_info(
-        reference, return_video_kwargs=True, return_video_metadata=True
+        reference, return_video_kwargs=True, return_video_metadata=True, image_patch_size=family.patch_size
     )
+    assert video.shape[-1] % family.token_side == 0 and video.shape[-2] % family.token_side == 0
     assert ours.videos[0].shape == video.shape and bool((ours.videos[0] == video).all())
     assert {**ours.video_metadata[0], "video_backend": "decord"} == metadata
 
@@ -228,7 +232,7 @@ def test_load_vision_inputs_leaves_messages_untouched(sample_mp4: str) -> None:
     job = make_job(sample_mp4, nframes=32)
     messages = messages_of(QWEN_VIDEO_PROMPT, job)
     video_entry = dict(messages[1]["content"][0])
-    vision = load_vision_inputs(messages, job_clip(job))
+    vision = load_vision_inputs(messages, job_clip(job), QWEN2_5_VL)
     assert messages[1]["content"][0] == video_entry
     assert vision.videos[0].shape[0] == FIXTURE_FRAMES  # capped to the file, not 32
     assert vision.video_metadata[0]["total_num_frames"] == FIXTURE_FRAMES
@@ -240,7 +244,7 @@ def test_missing_qwen_vl_utils_names_the_extra(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setitem(sys.modules, "qwen_vl_utils", None)
     with pytest.raises(ImportError, match=r"pip install 'libero-vlm-reward\[hf\]'"):
         job = make_job(sample_mp4)
-        load_vision_inputs(messages_of(QWEN_VIDEO_PROMPT, job), job_clip(job))
+        load_vision_inputs(messages_of(QWEN_VIDEO_PROMPT, job), job_clip(job), QWEN2_5_VL)
 
 
 @pytest.mark.parametrize("module", ["transformers", "torch"], ids=["transformers", "torch"])

@@ -33,6 +33,7 @@ from vlm_reward.backends.vllm_settings import (
     engine_kwargs,
     sampling_params_kwargs,
 )
+from vlm_reward.model_family import QWEN2_5_VL
 from vlm_reward.probability import AnswerTokens
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT
 
@@ -295,7 +296,7 @@ def test_request_layout(
 ) -> None:
     job = make_job(sample_mp4)
     spec, _ = cls("m").job_settings(job)
-    request = build_vllm_request(spec, job, processor)
+    request = build_vllm_request(spec, job, processor, QWEN2_5_VL)
     prompt = request["prompt"]
     assert TASK in prompt and spec.system_prompt in prompt
     assert re.findall(r"<\|vision_start\|><\|(?:video|image)_pad\|><\|vision_end\|>", prompt) == placeholders
@@ -322,7 +323,7 @@ def _mean_abs_diff(image: Any, frame: Any) -> float:
 def test_primo_first_and_last_images_are_the_videos_ends(processor: Any, sample_mp4: str) -> None:
     job = make_job(sample_mp4)
     spec, _ = PrimoR1VllmBackend("m").job_settings(job)
-    mm = build_vllm_request(spec, job, processor)["multi_modal_data"]
+    mm = build_vllm_request(spec, job, processor, QWEN2_5_VL)["multi_modal_data"]
     first, last = mm["image"]
     [(frames, _)] = mm["video"]
     # Each image matches its end of the video closely, and the other end clearly worse
@@ -336,7 +337,7 @@ def test_request_is_consumable_by_the_real_hf_processor(cls: type, processor: An
     # 4 of 16 frames at 4 fps is a 1 fps clip: unlike 2 fps, not the processor's default.
     job = replace(make_job(sample_mp4), nframes=4)
     spec, _ = cls("m").job_settings(job)
-    request = build_vllm_request(spec, job, processor)
+    request = build_vllm_request(spec, job, processor, QWEN2_5_VL)
     mm = request["multi_modal_data"]
     [(frames, metadata)] = mm["video"]
     # vLLM 0.11 calls the processor this way (metadata dropped, fps from the kwargs); vLLM

@@ -1,9 +1,11 @@
-"""The server as a real process with ``qwen2_5_vl_hf`` on the tiny checkpoint, over HTTP.
+"""The server as a real process with ``qwen2_5_vl_hf`` on each tiny checkpoint, over HTTP.
 
-The model's weights are random but seeded, and decoding is greedy, so what it says is
-pinned: in the default ``probability`` mode, P(yes) for each prompt layout; in a text mode,
-the answer it writes (no score can be read from it: a clean 502 that quotes it). Both go
-the full path: the video read once by the server, the processor, the model, the answer.
+One server per family (Qwen2.5-VL, Qwen3-VL): the backend picks the model class from the
+checkpoint's config.json. The model's weights are random but seeded, and decoding is
+greedy, so what it says is pinned: in the default ``probability`` mode, P(yes) for each
+prompt layout; in a text mode, the answer it writes (no score can be read from it: a clean
+502 that quotes it). Both go the full path: the video read once by the server, the
+processor, the model, the answer.
 """
 
 from __future__ import annotations
@@ -21,8 +23,19 @@ from vlm_reward.video_io import count_frames
 pytestmark = pytest.mark.slow
 
 
+FAMILIES = {"qwen2_5_vl": "tiny_qwen_checkpoint", "qwen3_vl": "tiny_qwen3_checkpoint"}
+
+
+@pytest.fixture(scope="module", params=list(FAMILIES), ids=list(FAMILIES))
+def family(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def served(tiny_qwen_checkpoint: str, sample_mp4: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+def served(
+    family: str, request: pytest.FixtureRequest, sample_mp4: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator:
+    tiny_qwen_checkpoint = request.getfixturevalue(FAMILIES[family])
     root = tmp_path_factory.mktemp("hf-root")
     video = root / "episode.mp4"
     shutil.copy(sample_mp4, video)
@@ -35,10 +48,13 @@ def served(tiny_qwen_checkpoint: str, sample_mp4: str, tmp_path_factory: pytest.
     server.stop()
 
 
-# P(yes) of the seeded tiny model for the fixture clip, per prompt layout.
-PINNED_PROBABILITY = {"qwen": 0.47709, "primo": 0.46760}
+# P(yes) of each seeded tiny model for the fixture clip, per prompt layout.
+PINNED_PROBABILITY = {
+    "qwen2_5_vl": {"qwen": 0.47709, "primo": 0.46760},
+    "qwen3_vl": {"qwen": 0.52746, "primo": 0.51873},
+}
 # Its greedy 6-token answer in a text mode (unreadable as a score).
-PINNED_TEXT = "\ufffd\ufffd3II"
+PINNED_TEXT = {"qwen2_5_vl": "\ufffd\ufffd3II", "qwen3_vl": " t\ufffd\ufffdr"}
 
 
 def _request(video: Path, **fields: object) -> dict[str, object]:
@@ -47,7 +63,7 @@ def _request(video: Path, **fields: object) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("prompt", ["qwen", "primo"], ids=["video_only", "primo_first_video_last"])
-def test_probability_of_a_16_frame_mp4_is_pinned(served, prompt: str) -> None:
+def test_probability_of_a_16_frame_mp4_is_pinned(served, family: str, prompt: str) -> None:
     server, video = served
     assert count_frames(video) == 16
     response = requests.post(
@@ -55,19 +71,19 @@ def test_probability_of_a_16_frame_mp4_is_pinned(served, prompt: str) -> None:
     )
     assert response.status_code == 200, response.text
     body = response.json()
-    assert body["probability"] == pytest.approx(PINNED_PROBABILITY[prompt], abs=1e-4)
+    assert body["probability"] == pytest.approx(PINNED_PROBABILITY[family][prompt], abs=1e-4)
     assert body["score"] == body["raw_value"] == body["probability"]
     assert body["answer"] == ("yes" if body["probability"] >= 0.5 else "no") and body["think"] is None
     assert (body["backend"], body["model"]) == ("qwen2_5_vl_hf", Path(body["model"]).name)
 
 
-def test_text_mode_answer_is_pinned_and_unreadable_as_a_score(served) -> None:
+def test_text_mode_answer_is_pinned_and_unreadable_as_a_score(served, family: str) -> None:
     server, video = served
     body = _request(video, score_mode="auto", backend_kwargs={"max_new_tokens": 6})
     response = requests.post(server.endpoint, json=body, timeout=120)
     error = response.json()["error"]
     assert (response.status_code, error["type"]) == (502, "parse_error"), error
-    assert error["message"].endswith(f"full answer: {PINNED_TEXT!r}"), error["message"]
+    assert error["message"].endswith(f"full answer: {PINNED_TEXT[family]!r}"), error["message"]
 
 
 def test_health_and_backends_report_the_loaded_model(served) -> None:

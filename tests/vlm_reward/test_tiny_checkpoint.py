@@ -1,4 +1,4 @@
-"""Tests for the tiny offline Qwen2.5-VL checkpoint: real processor, matching ids, small, offline."""
+"""The tiny offline checkpoints (Qwen2.5-VL, Qwen3-VL): real processor, matching ids, small, offline."""
 
 from __future__ import annotations
 
@@ -11,13 +11,22 @@ from typing import Any
 
 import pytest
 
-from vlm_reward.tiny_checkpoint import SPECIAL_TOKENS, build_tiny_qwen2_5_vl, main
+from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.tiny_checkpoint import SPECIAL_TOKENS, build_tiny_checkpoint, build_tiny_qwen2_5_vl, main
 
 REPO = Path(__file__).resolve().parents[2]
 
 SYSTEM = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
 VIDEO = {"type": "video", "video": "episode.mp4"}
 IMAGE = {"type": "image", "image": "frame.png"}
+
+
+# (checkpoint fixture, family, processor class, model class) of each tiny checkpoint.
+FAMILIES = [
+    ("tiny_qwen_checkpoint", QWEN2_5_VL, "Qwen2_5_VLProcessor", "Qwen2_5_VLForConditionalGeneration"),
+    ("tiny_qwen3_checkpoint", QWEN3_VL, "Qwen3VLProcessor", "Qwen3VLForConditionalGeneration"),
+]
+FAMILY_IDS = ["qwen2_5_vl", "qwen3_vl"]
 
 
 @pytest.fixture(scope="module")
@@ -27,13 +36,21 @@ def processor(tiny_qwen_checkpoint: str) -> Any:
     return AutoProcessor.from_pretrained(tiny_qwen_checkpoint)
 
 
-def test_checkpoint_is_under_5_mb(tiny_qwen_checkpoint: str) -> None:
-    total = sum(f.stat().st_size for f in Path(tiny_qwen_checkpoint).iterdir())
+@pytest.mark.parametrize("checkpoint", [f[0] for f in FAMILIES], ids=FAMILY_IDS)
+def test_checkpoint_is_under_5_mb(request: pytest.FixtureRequest, checkpoint: str) -> None:
+    total = sum(f.stat().st_size for f in Path(request.getfixturevalue(checkpoint)).iterdir())
     assert total < 5 * 1024 * 1024
 
 
 @pytest.mark.slow
-def test_loads_offline_with_auto_classes(tiny_qwen_checkpoint: str) -> None:
+@pytest.mark.parametrize(("checkpoint", "family", "processor_class", "model_class"), FAMILIES, ids=FAMILY_IDS)
+def test_loads_offline_with_auto_classes(
+    request: pytest.FixtureRequest,
+    checkpoint: str,
+    family: ModelFamily,
+    processor_class: str,
+    model_class: str,
+) -> None:
     """A fresh interpreter with the hub switched off (and no reachable proxy) loads both halves."""
     code = (
         "import sys\n"
@@ -49,18 +66,27 @@ def test_loads_offline_with_auto_classes(tiny_qwen_checkpoint: str) -> None:
         "HTTPS_PROXY": "http://127.0.0.1:9",
     }
     result = subprocess.run(
-        [sys.executable, "-c", code, tiny_qwen_checkpoint],
+        [sys.executable, "-c", code, request.getfixturevalue(checkpoint)],
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["Qwen2_5_VLProcessor", "Qwen2_5_VLForConditionalGeneration"]
+    assert result.stdout.split() == [processor_class, model_class]
+    assert model_class == family.model_class
 
 
-def test_processor_has_the_real_image_and_video_processors(processor: Any) -> None:
-    """The classes transformers itself picks for Qwen2.5-VL, not stand-ins."""
+@pytest.mark.parametrize(("checkpoint", "family", "processor_class", "model_class"), FAMILIES, ids=FAMILY_IDS)
+def test_processor_has_the_real_image_and_video_processors(
+    request: pytest.FixtureRequest,
+    checkpoint: str,
+    family: ModelFamily,
+    processor_class: str,
+    model_class: str,
+) -> None:
+    """The classes transformers itself picks for each family, not stand-ins."""
+    from transformers import AutoProcessor
     from transformers.models.auto.image_processing_auto import IMAGE_PROCESSOR_MAPPING_NAMES
     from transformers.models.auto.video_processing_auto import VIDEO_PROCESSOR_MAPPING_NAMES
 
@@ -69,15 +95,16 @@ def test_processor_has_the_real_image_and_video_processors(processor: Any) -> No
         values = entry.values() if isinstance(entry, dict) else [entry] if isinstance(entry, str) else entry
         return tuple(values)
 
-    assert type(processor).__name__ == "Qwen2_5_VLProcessor"
-    assert type(processor.image_processor).__name__ in names(IMAGE_PROCESSOR_MAPPING_NAMES["qwen2_5_vl"])
-    assert type(processor.video_processor).__name__ in names(VIDEO_PROCESSOR_MAPPING_NAMES["qwen2_5_vl"])
+    processor = AutoProcessor.from_pretrained(request.getfixturevalue(checkpoint))
+    assert type(processor).__name__ == processor_class
+    assert type(processor.image_processor).__name__ in names(IMAGE_PROCESSOR_MAPPING_NAMES[family.model_type])
+    assert type(processor.video_processor).__name__ in names(VIDEO_PROCESSOR_MAPPING_NAMES[family.model_type])
     # transformers 5 has one (Rust-backed) Qwen2Tokenizer; 4.57 calls that one ...Fast.
     assert type(processor.tokenizer).__name__ in ("Qwen2TokenizerFast", "Qwen2Tokenizer")
     assert processor.tokenizer.is_fast
-    # The 7B model's vision geometry, which qwen-vl-utils' 28 px snapping assumes.
+    # The real models' vision geometry, which qwen-vl-utils' 28 / 32 px snapping assumes.
     for proc in (processor.image_processor, processor.video_processor):
-        assert (proc.patch_size, proc.merge_size, proc.temporal_patch_size) == (14, 2, 2)
+        assert (proc.patch_size, proc.merge_size, proc.temporal_patch_size) == (family.patch_size, 2, 2)
 
 
 @pytest.mark.parametrize(
@@ -204,6 +231,46 @@ def test_cli_writes_checkpoint_and_prints_path(tmp_path: Path, capsys: pytest.Ca
     assert {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= {
         p.name for p in out.iterdir()
     }
+
+
+def test_cli_builds_the_family_asked_for(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main([str(tmp_path / "q3"), "--family", "qwen3_vl"])
+    config = json.loads((tmp_path / "q3" / "config.json").read_text())
+    assert (config["model_type"], config["architectures"]) == (
+        "qwen3_vl",
+        ["Qwen3VLForConditionalGeneration"],
+    )
+    assert config["vision_config"]["patch_size"] == 16
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["out", "--family", "llava"], "invalid choice: 'llava'"), ([], "the following arguments are required")],
+    ids=["unknown-family", "no-out-dir"],
+)
+def test_cli_rejects_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as excinfo:
+        main(argv)
+    assert excinfo.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_an_unknown_family_names_the_ones_there_are(tmp_path: Path) -> None:
+    with pytest.raises(
+        ValueError, match=r"no tiny checkpoint for model family 'llava'; choose one of qwen2_5_vl, qwen3_vl"
+    ):
+        build_tiny_checkpoint(tmp_path, "llava")
+
+
+def test_qwen3_template_adds_no_default_system_turn(tiny_qwen3_checkpoint: str) -> None:
+    """Qwen3-VL's real template adds no system turn of its own; the video placeholder is Qwen's."""
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_qwen3_checkpoint)
+    messages = [{"role": "user", "content": [VIDEO, {"type": "text", "text": "Done?"}]}]
+    text = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert text == (
+        "<|im_start|>user\n<|vision_start|><|video_pad|><|vision_end|>Done?<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_cli_without_out_dir_exits_with_usage() -> None:

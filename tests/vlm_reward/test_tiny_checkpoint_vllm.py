@@ -1,4 +1,4 @@
-"""The tiny checkpoint names its architecture at the top level, so vLLM serves it as a generator.
+"""The tiny checkpoints name their architecture at the top level, so vLLM serves them as generators.
 
 vLLM picks the model class from ``config.json``'s top-level ``architectures``; without it,
 it resolves ``Qwen2_5_VLModel`` as a pooling model and refuses ``generate``. The vLLM check
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
-from vlm_reward.tiny_checkpoint import ARCHITECTURES
+from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL
 
 # Prints "<architecture> <runner type>" for each checkpoint path given.
 RESOLVE = """
@@ -28,15 +28,28 @@ for path in sys.argv[1:]:
 """
 
 
-def test_config_names_the_generative_architecture_at_the_top(tiny_qwen_checkpoint: str) -> None:
-    config = json.loads((Path(tiny_qwen_checkpoint) / "config.json").read_text())
-    assert config["architectures"] == ARCHITECTURES == ["Qwen2_5_VLForConditionalGeneration"]
-    assert config["model_type"] == "qwen2_5_vl"
+@pytest.mark.parametrize(
+    ("checkpoint", "architecture", "model_type"),
+    [
+        ("tiny_qwen_checkpoint", "Qwen2_5_VLForConditionalGeneration", "qwen2_5_vl"),
+        ("tiny_qwen3_checkpoint", "Qwen3VLForConditionalGeneration", "qwen3_vl"),
+    ],
+    ids=["qwen2_5_vl", "qwen3_vl"],
+)
+def test_config_names_the_generative_architecture_at_the_top(
+    request: pytest.FixtureRequest, checkpoint: str, architecture: str, model_type: str
+) -> None:
+    config = json.loads((Path(request.getfixturevalue(checkpoint)) / "config.json").read_text())
+    assert config["architectures"] == [architecture]
+    assert config["model_type"] == model_type
+    assert architecture in (QWEN2_5_VL.architecture, QWEN3_VL.architecture)
 
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_vllm_resolves_it_as_a_generative_model(tiny_qwen_checkpoint: str, tmp_path: Path) -> None:
+def test_vllm_resolves_it_as_a_generative_model(
+    tiny_qwen_checkpoint: str, tiny_qwen3_checkpoint: str, tmp_path: Path
+) -> None:
     python = require_vllm_python()
     stripped = tmp_path / "no-architectures"
     shutil.copytree(tiny_qwen_checkpoint, stripped)
@@ -44,10 +57,12 @@ def test_vllm_resolves_it_as_a_generative_model(tiny_qwen_checkpoint: str, tmp_p
     del config["architectures"]
     (stripped / "config.json").write_text(json.dumps(config))
 
-    result = run_in_vllm_venv(python, ["-c", RESOLVE, tiny_qwen_checkpoint, str(stripped)], timeout=300)
+    paths = [tiny_qwen_checkpoint, str(stripped), tiny_qwen3_checkpoint]
+    result = run_in_vllm_venv(python, ["-c", RESOLVE, *paths], timeout=300)
 
     assert result.returncode == 0, result.stderr[-4000:]
-    assert result.stdout.splitlines()[-2:] == [
+    assert result.stdout.splitlines()[-3:] == [
         "Qwen2_5_VLForConditionalGeneration generate",
         "Qwen2_5_VLModel pooling",  # what the checkpoint gave before it wrote the key
+        "Qwen3VLForConditionalGeneration generate",
     ]

@@ -248,14 +248,14 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
 
     from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
     from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs
+    from vlm_reward.model_family import checkpoint_family
 
     spec, _ = QwenHFBackend(checkpoint, prompt=preset).job_settings(job)
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
     processor = AutoProcessor.from_pretrained(checkpoint)
-    inputs = processor_inputs(
-        processor, [render_prompt(processor, messages)], [load_vision_inputs(messages, clip)]
-    )
+    vision = load_vision_inputs(messages, clip, checkpoint_family(checkpoint))
+    inputs = processor_inputs(processor, [render_prompt(processor, messages)], [vision])
     return int(inputs["input_ids"].shape[1])
 
 

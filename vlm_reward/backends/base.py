@@ -71,7 +71,8 @@ class RewardBackend(abc.ABC):
     """A loaded model that answers "how well was this task done in this video?".
 
     Lifecycle: the server constructs the backend with the model path and the server-side
-    ``backend_kwargs`` (cheap, validates arguments), then calls :meth:`load` once (slow,
+    ``backend_kwargs`` (cheap, validates arguments), calls :meth:`check_model` (cheap,
+    checks the checkpoint exists and fits), then calls :meth:`load` once (slow,
     heavy imports, weights), then :meth:`generate` from one worker thread at a time.
 
     ``default_score_mode`` is how this backend's answers are read when the request does not
@@ -92,6 +93,11 @@ class RewardBackend(abc.ABC):
     def __init__(self, model: str, **backend_kwargs: Any) -> None:
         self.model = model
         self.backend_kwargs = backend_kwargs
+
+    def check_model(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
+        """Check ``model`` at start-up, before the server listens: raise ``ValueError`` in one
+        sentence for one this backend cannot load (a missing local path, an unsupported
+        architecture). Cheap: no weights, no network."""
 
     @abc.abstractmethod
     def load(self) -> None:

@@ -15,8 +15,14 @@ for its processor to resample (and per-request loader settings are refused unles
 with ``--trust-request-mm-kwargs``). Start it with :data:`VLLM_SERVE_MEDIA_IO_KWARGS`, the
 Qwen2-VL loader at up to 30 fps, which keeps every frame of a clip of 30 fps or less and
 hands them on unresampled. Then it is checked: the prompt length the upstream reports
-(``usage.prompt_tokens``) must be the one the pinned frames make, counted here from the
-rendered prompt and the frame geometry; a mismatch is an error naming both numbers.
+(``usage.prompt_tokens``) must be the one the pinned frames make, counted here by the
+checkpoint's own processor on the same prompt and pixels (so each family's geometry and
+Qwen3-VL's frame timestamps count as they do in the model); a mismatch is an error naming
+both numbers.
+
+The checkpoint may be of any family of :mod:`vlm_reward.model_family` (Qwen2.5-VL,
+Qwen3-VL): its ``config.json`` (read at start-up for a local path) picks the pixel size
+frames and images are resized to.
 
 Score modes as in the Qwen backends: "probability" asks for the log-probabilities of the
 answer tokens (``logprobs`` with vLLM's ``logprob_token_ids``, tokens returned as ids);
@@ -41,6 +47,7 @@ from typing import Any, ClassVar
 
 from vlm_reward.backends.async_base import AsyncRewardBackend
 from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
+from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.judging import answer_tokens_or_error, probability_answer, require_answer_tokens
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
@@ -59,10 +66,6 @@ CONNECTION_KEYS = ("base_url", "served_model_name", "api_key", "timeout", "check
 VLLM_SERVE_MEDIA_IO_KWARGS = '{"video": {"video_backend": "qwen2_vl", "fps": 30}}'
 logger = logging.getLogger(__name__)
 
-# Qwen2.5-VL: one token per 28 x 28 pixels (14 px patches merged 2 x 2), frames in pairs.
-_TOKEN_SIDE = 28
-_FRAMES_PER_TOKEN = 2
-
 
 def check_kwargs(kwargs: Mapping[str, Any], *, per_request: bool) -> None:
     """``ValueError`` naming the valid keys for an unknown one (connection keys: server-wide only)."""
@@ -80,20 +83,13 @@ def check_kwargs(kwargs: Mapping[str, Any], *, per_request: bool) -> None:
         )
 
 
-def expected_prompt_tokens(text_tokens: int, vision: VisionInputs) -> int:
-    """The prompt length the upstream must report: each vision placeholder expands to its tokens.
+def expected_prompt_tokens(processor: Any, text: str, vision: VisionInputs) -> int:
+    """The prompt length the upstream must report: ``text`` with each vision placeholder
+    expanded by the checkpoint's processor for these pixels (what the in-process backends
+    feed the model)."""
+    from vlm_reward.backends.qwen2_5_vl_hf import processor_inputs
 
-    ``text_tokens`` counts the rendered chat text with one placeholder token per image and
-    per video, as the processor's tokenizer sees it before expansion.
-    """
-    total = text_tokens
-    for video in vision.videos:
-        frames, _, height, width = video.shape
-        total += frames // _FRAMES_PER_TOKEN * (height // _TOKEN_SIDE) * (width // _TOKEN_SIDE) - 1
-    for image in vision.images:
-        width, height = image.size
-        total += (height // _TOKEN_SIDE) * (width // _TOKEN_SIDE) - 1
-    return total
+    return int(processor_inputs(processor, [text], [vision])["input_ids"].shape[1])
 
 
 def _data_url(mime: str, data: bytes) -> str:
@@ -150,8 +146,8 @@ def answer_logprobs(choice: Mapping[str, Any]) -> dict[int, float]:
 
 
 @register_backend
-class OpenAICompatibleBackend(AsyncRewardBackend):
-    """A Qwen2.5-VL judge behind an OpenAI-compatible server (see the module docstring)."""
+class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
+    """A Qwen-VL judge behind an OpenAI-compatible server (see the module docstring)."""
 
     name = "openai_compatible"
     default_preset: ClassVar[str] = "qwen"
@@ -179,6 +175,7 @@ class OpenAICompatibleBackend(AsyncRewardBackend):
         import httpx
         from transformers import AutoProcessor
 
+        self.resolve_family()
         self._processor = AutoProcessor.from_pretrained(self.model)
         self._answer_tokens = answer_tokens_or_error(self._processor.tokenizer)
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
@@ -208,9 +205,9 @@ class OpenAICompatibleBackend(AsyncRewardBackend):
         spec = self._prompts.for_job(mode, job.backend_kwargs)
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
-        vision = load_vision_inputs(messages, clip)
+        vision = load_vision_inputs(messages, clip, self.require_family())
         text = self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        expected = expected_prompt_tokens(len(self._processor.tokenizer(text)["input_ids"]), vision)
+        expected = expected_prompt_tokens(self._processor, text, vision)
         body: dict[str, Any] = {
             "model": self.served_model_name,
             "messages": openai_messages(messages, vision),

@@ -1,10 +1,11 @@
-"""Qwen2.5-VL through transformers: the backend that runs without a GPU.
+"""Qwen-VL models (Qwen2.5-VL, Qwen3-VL) through transformers: the backend that runs without a GPU.
 
 Same prompts and frames as the vLLM backends (messages and qwen-vl-utils reading come
-from :mod:`vlm_reward.backends.qwen_vision`), run with
-``Qwen2_5_VLForConditionalGeneration.generate``. It exists for CPU-only machines, for
-tests (on the tiny offline checkpoint of :mod:`vlm_reward.tiny_checkpoint`) and as a
-reference implementation to compare vLLM against.
+from :mod:`vlm_reward.backends.qwen_vision`), run with the ``generate`` of the model class
+the checkpoint's family names (:mod:`vlm_reward.model_family`, read from ``config.json``:
+``Qwen2_5_VLForConditionalGeneration``, ``Qwen3VLForConditionalGeneration``). It exists for
+CPU-only machines, for tests (on the tiny offline checkpoints of
+:mod:`vlm_reward.tiny_checkpoint`) and as a reference implementation to compare vLLM against.
 
 The "messages -> model inputs" step is two plain functions, :func:`render_prompt` and
 :func:`processor_inputs`, so it is testable without generating; the decoding settings
@@ -45,6 +46,7 @@ from vlm_reward.backends.base import (
     ScoreJob,
     register_backend,
 )
+from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.hf_generation import (
     INSTALL_HINT,
     GenerationSettings,
@@ -81,7 +83,9 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
 
     The processor expands each ``<|image_pad|>`` / ``<|video_pad|>`` from the flat image and
     video lists in order, so the per-job lists are concatenated in job order. Padding side
-    is the tokenizer's (left for generation, set by the backend).
+    is the tokenizer's (left for generation, set by the backend). Videos go with both their
+    sampled ``fps`` (Qwen2.5-VL's temporal M-RoPE step) and their metadata (Qwen3-VL's
+    timestamps); each family's processor ignores what it does not use.
     """
     if len(texts) != len(vision):
         raise ValueError(f"got {len(texts)} prompt texts for {len(vision)} vision inputs.")
@@ -89,7 +93,11 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
     videos = [video for v in vision for video in v.videos]
     kwargs: dict[str, Any] = {"padding": True, "return_tensors": "pt"}
     if videos:
-        kwargs.update(do_sample_frames=False, fps=[fps for v in vision for fps in v.video_kwargs["fps"]])
+        kwargs.update(
+            do_sample_frames=False,
+            fps=[fps for v in vision for fps in v.video_kwargs["fps"]],
+            video_metadata=[meta for v in vision for meta in v.video_metadata],
+        )
     return processor(text=list(texts), images=images or None, videos=videos or None, **kwargs)
 
 
@@ -103,8 +111,8 @@ class _PreparedJob:
 
 
 @register_backend
-class QwenHFBackend(RewardBackend):
-    """Qwen2.5-VL with transformers; ``default_preset`` picks the prompt preset of the text modes."""
+class QwenHFBackend(FamilyCheckpoint, RewardBackend):
+    """Qwen-VL with transformers; ``default_preset`` picks the prompt preset of the text modes."""
 
     name = "qwen2_5_vl_hf"
     default_preset: ClassVar[str] = "qwen"
@@ -123,8 +131,13 @@ class QwenHFBackend(RewardBackend):
         self._answer_tokens: AnswerTokens | ValueError | None = None
 
     def load(self) -> None:
-        """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install."""
+        """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install.
+
+        The checkpoint's family (from its config alone) picks the model class first, so an
+        unsupported checkpoint fails before any weight is read.
+        """
         torch, transformers = import_torch_transformers()
+        family = self.resolve_family()
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise RuntimeError(
                 f"backend_kwargs['device'] is {self.device!r} but no CUDA device is available."
@@ -135,7 +148,7 @@ class QwenHFBackend(RewardBackend):
         # Left padding: every prompt in a batch then ends at the same position, where the
         # new tokens start.
         processor.tokenizer.padding_side = "left"
-        model = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
+        model = getattr(transformers, family.model_class).from_pretrained(
             self.model, dtype=torch_dtype(torch, self.dtype, self.device)
         )
         self._model = model.to(self.device).eval()
@@ -194,7 +207,11 @@ class QwenHFBackend(RewardBackend):
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
         return _PreparedJob(
-            slot, job, render_prompt(self._processor, messages), load_vision_inputs(messages, clip), settings
+            slot,
+            job,
+            render_prompt(self._processor, messages),
+            load_vision_inputs(messages, clip, self.require_family()),
+            settings,
         )
 
     def _model_inputs(self, group: list[_PreparedJob]) -> Any:

@@ -1,4 +1,4 @@
-"""Qwen2.5-VL through vLLM's async engine: the server's default backend.
+"""Qwen-VL models (Qwen2.5-VL, Qwen3-VL) through vLLM's async engine: the server's default backend.
 
 The model sees one episode as a video and is asked whether the task was done: by default
 the score is P(yes) (score_mode "probability"), or, in a text mode, the number it writes
@@ -72,6 +72,7 @@ from typing import Any, ClassVar
 
 from vlm_reward.backends.async_base import AsyncRewardBackend
 from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
+from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.judging import (
     answer_tokens_or_error,
     probability_answer,
@@ -80,6 +81,7 @@ from vlm_reward.backends.judging import (
 )
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.backends.vllm_settings import check_backend_kwargs, engine_kwargs, sampling_params_kwargs
+from vlm_reward.model_family import ModelFamily
 from vlm_reward.probability import AnswerTokens
 from vlm_reward.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
@@ -89,18 +91,21 @@ INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
 logger = logging.getLogger(__name__)
 
 
-def build_vllm_request(spec: PromptSpec, job: ScoreJob, processor: Any) -> dict[str, Any]:
+def build_vllm_request(
+    spec: PromptSpec, job: ScoreJob, processor: Any, family: ModelFamily
+) -> dict[str, Any]:
     """One ``llm.generate`` prompt dict for ``job``: chat text, frames, processor kwargs.
 
-    ``processor`` is anything with the Qwen2.5-VL chat template's ``apply_chat_template``
+    ``processor`` is anything with the checkpoint's chat template ``apply_chat_template``
     (the HF processor, or its tokenizer). The frames are the job's clip (decoded once by the
     server; and, for the ``first_video_last`` layout, its first and last frame), prepared as
-    for the HF backend.
+    for the HF backend, sized for ``family``. The metadata carried with the frames is what
+    Qwen3-VL's processor writes the frame timestamps from.
     """
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    vision = load_vision_inputs(messages, clip)
+    vision = load_vision_inputs(messages, clip, family)
     mm_data: dict[str, Any] = {"video": list(zip(vision.videos, vision.video_metadata, strict=True))}
     if vision.images:
         mm_data["image"] = vision.images
@@ -122,8 +127,8 @@ def _import_vllm() -> Any:
 
 
 @register_backend
-class QwenVllmBackend(AsyncRewardBackend):
-    """Qwen2.5-VL on vLLM; subclasses change only the class-level data below.
+class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
+    """Qwen-VL on vLLM; subclasses change only the class-level data below.
 
     ``default_preset`` names the prompt preset in :data:`vlm_reward.prompts.PRESETS`;
     ``sampling_defaults`` are the SamplingParams used unless ``backend_kwargs`` override them.
@@ -153,6 +158,7 @@ class QwenVllmBackend(AsyncRewardBackend):
         from transformers import AutoProcessor
 
         trust = self._engine_kwargs["trust_remote_code"]
+        self.resolve_family(trust_remote_code=trust)
         self._processor = AutoProcessor.from_pretrained(self.model, trust_remote_code=trust)
         self._answer_tokens = answer_tokens_or_error(self._processor.tokenizer)
         args = vllm.AsyncEngineArgs(model=self.model, **self._engine_kwargs)
@@ -194,7 +200,9 @@ class QwenVllmBackend(AsyncRewardBackend):
         if self._engine is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
         spec, sampling = self.job_settings(job)
-        request = await asyncio.to_thread(build_vllm_request, spec, job, self._processor)
+        request = await asyncio.to_thread(
+            build_vllm_request, spec, job, self._processor, self.require_family()
+        )
         final_only = self._vllm.sampling_params.RequestOutputKind.FINAL_ONLY
         params = self._vllm.SamplingParams(**sampling, output_kind=final_only)
         output, request_id = None, uuid.uuid4().hex

@@ -1,6 +1,9 @@
-"""From one episode to Qwen2.5-VL chat messages and the pixels the model sees for them.
+"""From one episode to Qwen-VL chat messages and the pixels the model sees for them.
 
-Shared by the transformers and vLLM backends so both show the model the same pixels.
+Shared by the transformers, vLLM and OpenAI-compatible backends so all show the model the
+same pixels. What differs between Qwen2.5-VL and Qwen3-VL (the pixel size one visual token
+covers, 28 or 32) comes from the checkpoint's
+:class:`~vlm_reward.model_family.ModelFamily`; everything else is the same for both.
 The video is decoded once, by the server (``ScoreJob.clip``, frames chosen by
 :func:`qwen_frame_indices`), or here from ``video_path`` when a job comes without one.
 Three plain functions:
@@ -18,17 +21,20 @@ Facts about qwen-vl-utils 0.0.14 this relies on (read in its ``vision_process.py
   ``linspace(0, total - 1, n).round()``; the count must lie in ``[2, total]``. Without
   ``nframes`` it samples at 2 fps and silently drops the rest, hence the explicit count.
 - After reading, a video of ``n`` frames of ``h x w`` is resized (bicubic, antialiased) to
-  ``smart_resize(h, w, 28, min_pixels, max_pixels)`` with ``max_pixels`` the least of the
-  entry's, ``VIDEO_MAX_TOKEN_NUM`` tokens and the ``total_pixels`` budget spread over the
-  frames (but at least ``1.05 * min_pixels``), and ``min_pixels`` the entry's (default
-  ``VIDEO_MIN_TOKEN_NUM`` tokens).
-- Its pixel floors (4 tokens = 3136 px for images, 128 tokens = 100352 px per video
-  frame) apply even when the entry's ``max_pixels`` is below them, and then
+  ``smart_resize(h, w, side, min_pixels, max_pixels)`` (``side`` = patch x merge: 28 for
+  Qwen2.5-VL, 32 for Qwen3-VL, whose patch it takes as ``image_patch_size``) with
+  ``max_pixels`` the least of the entry's, ``VIDEO_MAX_TOKEN_NUM`` tokens and the
+  ``total_pixels`` budget spread over the frames (but at least ``1.05 * min_pixels``),
+  and ``min_pixels`` the entry's (default ``VIDEO_MIN_TOKEN_NUM`` tokens).
+- Its pixel floors (4 tokens for images, 128 tokens per video frame: 3136 and 100352 px
+  at 28 px a token) apply even when the entry's ``max_pixels`` is below them, and then
   ``smart_resize`` fails an ``assert``: the floors are capped at ``max_pixels`` here.
 - The video metadata a reader returns is the file's ``fps``, ``frames_indices``,
   ``total_num_frames`` and ``video_backend``; the sampled rate is
   ``len(frames_indices) / total_num_frames * fps`` (:func:`sampled_fps`), which
-  transformers 4.57's processor needs as ``fps`` for the temporal M-RoPE step.
+  transformers 4.57's Qwen2.5-VL processor needs as ``fps`` for the temporal M-RoPE step.
+  Qwen3-VL's processor instead writes each frame pair's timestamp (``frames_indices / fps``)
+  into the prompt, so it needs the metadata itself; both get both (each ignores the other's).
 """
 
 from __future__ import annotations
@@ -37,25 +43,25 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from vlm_reward.backends.base import ScoreJob
+from vlm_reward.model_family import ModelFamily
 from vlm_reward.prompts import PromptSpec, build_messages
 from vlm_reward.video_io import Clip, decode_clip
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]' (or 'libero-vlm-reward[vllm]' for the vLLM backends)"
 
-# Qwen2.5-VL's vision geometry: 14 px patches merged 2x2, so sizes snap to 28 px.
-IMAGE_PATCH_SIZE = 14
-# Frames go into the model in pairs (temporal patch 2).
+# Frames go into the model in pairs (temporal patch 2, in every supported family).
 FRAME_FACTOR = 2
 
 
 class VisionInputs(NamedTuple):
     """What the model sees of one conversation, in the order the messages show it.
 
-    ``images``: PIL images already resized to multiples of 28 px. ``videos``: float
-    ``(T, C, H, W)`` tensors with values in [0, 255], likewise resized. ``video_kwargs``:
-    keyword arguments for the HF processor (``do_sample_frames=False`` and, with videos,
-    ``fps``: one sampled rate per video). ``video_metadata``: one dict per video with the
-    file's ``fps``, ``frames_indices``, ``total_num_frames`` and ``video_backend``.
+    ``images``: PIL images already resized to multiples of the family's token side.
+    ``videos``: float ``(T, C, H, W)`` tensors with values in [0, 255], likewise resized.
+    ``video_kwargs``: keyword arguments for the HF processor (``do_sample_frames=False``
+    and, with videos, ``fps``: one sampled rate per video). ``video_metadata``: one dict per
+    video with the file's ``fps``, ``frames_indices``, ``total_num_frames`` and
+    ``video_backend``.
     """
 
     images: list[Any]
@@ -67,12 +73,12 @@ class VisionInputs(NamedTuple):
 def qwen_frame_indices(total_frames: int, nframes: int) -> list[int]:
     """The frames qwen-vl-utils would read for ``nframes`` of a ``total_frames``-long video.
 
-    The count is rounded to the even number Qwen2.5-VL takes, capped at the frames the file
+    The count is rounded to the even number Qwen-VL models take, capped at the frames the file
     has (a short episode may have fewer than asked for) and kept at least 2;
     ``ValueError`` for a video of fewer than 2 frames.
     """
     if total_frames < FRAME_FACTOR:
-        raise ValueError(f"the video has {total_frames} frame(s); Qwen2.5-VL needs at least 2.")
+        raise ValueError(f"the video has {total_frames} frame(s); Qwen-VL models need at least 2.")
     wanted = max(FRAME_FACTOR, round(nframes / FRAME_FACTOR) * FRAME_FACTOR)
     count = min(wanted, total_frames - total_frames % FRAME_FACTOR)
     return [round(i * (total_frames - 1) / (count - 1)) for i in range(count)]
@@ -117,26 +123,28 @@ def _import_qwen_vl_utils() -> Any:
     try:
         from qwen_vl_utils import vision_process
     except ImportError as exc:
-        raise ImportError(f"reading frames for Qwen2.5-VL needs qwen-vl-utils: {INSTALL_HINT}") from exc
+        raise ImportError(f"reading frames for Qwen-VL models needs qwen-vl-utils: {INSTALL_HINT}") from exc
     return vision_process
 
 
-def _pixel_floor(vision_process: Any, tokens: int, max_pixels: int | None) -> int:
-    factor = IMAGE_PATCH_SIZE * vision_process.SPATIAL_MERGE_SIZE
-    floor = tokens * factor * factor
+def _pixel_floor(family: ModelFamily, tokens: int, max_pixels: int | None) -> int:
+    floor = tokens * family.token_side**2
     return floor if max_pixels is None else min(floor, max_pixels)
 
 
-def video_input(clip: Clip, entry: Mapping[str, Any], vision_process: Any) -> tuple[Any, dict[str, Any]]:
-    """The clip as qwen-vl-utils would hand a video it read itself: resized frames and metadata."""
+def video_input(
+    clip: Clip, entry: Mapping[str, Any], vision_process: Any, family: ModelFamily
+) -> tuple[Any, dict[str, Any]]:
+    """The clip as qwen-vl-utils would hand a video it read itself for ``family``: resized
+    frames and metadata."""
     import torch
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms import functional as tf
 
     video = torch.from_numpy(clip.frames).permute(0, 3, 1, 2)
     count, _, height, width = video.shape
-    factor = IMAGE_PATCH_SIZE * vision_process.SPATIAL_MERGE_SIZE
-    floor = _pixel_floor(vision_process, vision_process.VIDEO_MIN_TOKEN_NUM, entry.get("max_pixels"))
+    factor = family.token_side
+    floor = _pixel_floor(family, vision_process.VIDEO_MIN_TOKEN_NUM, entry.get("max_pixels"))
     min_pixels = entry.get("min_pixels", floor)
     total_pixels = entry.get("total_pixels", vision_process.MODEL_SEQ_LEN * factor * factor * 0.9)
     per_frame = min(vision_process.VIDEO_MAX_TOKEN_NUM * factor * factor, total_pixels / count * FRAME_FACTOR)
@@ -155,8 +163,10 @@ def video_input(clip: Clip, entry: Mapping[str, Any], vision_process: Any) -> tu
     return video, metadata
 
 
-def load_vision_inputs(messages: Sequence[Mapping[str, Any]], clip: Clip) -> VisionInputs:
-    """The images and the video of one conversation, in message order.
+def load_vision_inputs(
+    messages: Sequence[Mapping[str, Any]], clip: Clip, family: ModelFamily
+) -> VisionInputs:
+    """The images and the video of one conversation, in message order, sized for ``family``.
 
     Images go through qwen-vl-utils' ``fetch_image`` (with its pixel floor capped at the
     entry's ``max_pixels``); the one video is ``clip``, resized like qwen-vl-utils would.
@@ -168,16 +178,14 @@ def load_vision_inputs(messages: Sequence[Mapping[str, Any]], clip: Clip) -> Vis
         content = message.get("content")
         for item in content if isinstance(content, list) else ():
             if item.get("type") == "video" or "video" in item:
-                video, meta = video_input(clip, item, vision_process)
+                video, meta = video_input(clip, item, vision_process, family)
                 videos.append(video)
                 metadata.append(meta)
             elif item.get("type") == "image" or "image" in item:
                 entry = dict(item)
-                floor = _pixel_floor(
-                    vision_process, vision_process.IMAGE_MIN_TOKEN_NUM, item.get("max_pixels")
-                )
+                floor = _pixel_floor(family, vision_process.IMAGE_MIN_TOKEN_NUM, item.get("max_pixels"))
                 entry.setdefault("min_pixels", floor)
-                images.append(vision_process.fetch_image(entry, image_patch_size=IMAGE_PATCH_SIZE))
+                images.append(vision_process.fetch_image(entry, image_patch_size=family.patch_size))
     video_kwargs: dict[str, Any] = {"do_sample_frames": False}
     if metadata:
         video_kwargs["fps"] = [sampled_fps(meta) for meta in metadata]
