@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -48,13 +49,19 @@ STOP_GRACE_S = DEFAULT_DRAIN_TIMEOUT_S + _DRAIN_MARGIN_S
 
 def stop_grace(args: Sequence[str]) -> float:
     """Seconds to wait after SIGTERM for a server started with ``args``: its drain, plus margin."""
-    drain = DEFAULT_DRAIN_TIMEOUT_S
+    drain = _flag_value(args, "--drain-timeout")
+    return (DEFAULT_DRAIN_TIMEOUT_S if drain is None else float(drain)) + _DRAIN_MARGIN_S
+
+
+def _flag_value(args: Sequence[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``args`` (``--flag V`` or ``--flag=V``; the last wins), or ``None``."""
+    value = None
     for i, arg in enumerate(args):
-        if arg == "--drain-timeout" and i + 1 < len(args):
-            drain = float(args[i + 1])
-        elif arg.startswith("--drain-timeout="):
-            drain = float(arg.split("=", 1)[1])
-    return drain + _DRAIN_MARGIN_S
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
+    return value
 
 
 class ServerStartError(RuntimeError):
@@ -91,11 +98,17 @@ def health_url(endpoint: str) -> str:
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
-def probe_health(url: str, timeout: float = 2.0) -> HealthReply | None:
+def probe_health(url: str, timeout: float = 2.0, cafile: str | None = None) -> HealthReply | None:
     """``GET url`` once, bypassing any proxy: the reply (any status), or ``None`` when nothing
-    answers (refused, reset, timed out)."""
+    answers (refused, reset, timed out). ``cafile`` verifies an https server's certificate."""
+    opener = _NO_PROXY
+    if cafile is not None:
+        context = ssl.create_default_context(cafile=cafile)
+        opener = urllib.request.build_opener(
+            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+        )
     try:
-        with _NO_PROXY.open(url, timeout=timeout) as response:
+        with opener.open(url, timeout=timeout) as response:
             return HealthReply(response.status, response.read().decode("utf-8", "replace"))
     except urllib.error.HTTPError as exc:  # a non-2xx answer is still an answer
         return HealthReply(exc.code, exc.read().decode("utf-8", "replace"))
@@ -163,6 +176,9 @@ class RewardServerProcess:
         self.log_path = Path(log_path)
         self.cmd = server_command(self.python, self.port, args, plugins)
         self.stop_grace = stop_grace(args)
+        # A server with --ssl-certfile serves https; its own (self-signed) certificate verifies it.
+        self.certfile = _flag_value(args, "--ssl-certfile")
+        self.scheme = "https" if self.certfile is not None else "http"
         path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
         child_env = {**os.environ, **server_env(self.python), "PYTHONPATH": path, **(env or {})}
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,8 +198,8 @@ class RewardServerProcess:
         return self.proc.pid
 
     def url(self, path: str) -> str:
-        """``http://127.0.0.1:PORT`` + ``path``."""
-        return f"http://{HOST}:{self.port}{path}"
+        """``http(s)://127.0.0.1:PORT`` + ``path``."""
+        return f"{self.scheme}://{HOST}:{self.port}{path}"
 
     def log(self) -> str:
         """Everything the server has written so far (stdout and stderr)."""
@@ -214,7 +230,7 @@ class RewardServerProcess:
                 raise ServerStartError(
                     f"the reward server exited with {self.proc.returncode}; see {self.log_path}"
                 )
-            reply = probe_health(self.url("/health"))
+            reply = probe_health(self.url("/health"), cafile=self.certfile)
             if reply is not None and predicate(reply):
                 return reply
             time.sleep(0.05)

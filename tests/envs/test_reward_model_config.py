@@ -64,6 +64,9 @@ BAD_BLOCKS = [
     ("zero_cooldown", {"replica_cooldown_s": 0}, ValueError, "replica_cooldown_s"),
     ("kwargs_not_mapping", {"backend_kwargs": ["a"]}, TypeError, "backend_kwargs"),
     ("negative_retries", {"max_retries": -1}, ValueError, "max_retries"),
+    ("key_instead_of_variable", {"api_key_env": "sk-3f9a b2"}, ValueError, "not the key itself"),
+    ("variable_starting_with_digit", {"api_key_env": "1KEY"}, ValueError, "api_key_env"),
+    ("variable_not_a_string", {"api_key_env": 1}, TypeError, "api_key_env"),
 ]
 
 
@@ -93,3 +96,20 @@ def test_ints_are_accepted_for_floats_and_interpolations_resolve() -> None:
 def test_endpoint_is_one_url_or_a_list_of_replicas(endpoint: str | list[str], endpoints: tuple) -> None:
     from_yaml = OmegaConf.create({"reward_model": {"endpoint": endpoint}}).reward_model
     assert RewardModelConfig.from_mapping(from_yaml).endpoints == endpoints
+
+
+API_KEYS = [
+    ("no-variable-named", None, {}, None),
+    ("variable-set", "REWARD_KEY", {"REWARD_KEY": " k1 "}, "k1"),
+]
+
+
+@pytest.mark.parametrize(("name", "environ", "key"), [k[1:] for k in API_KEYS], ids=[k[0] for k in API_KEYS])
+def test_api_key_is_read_from_the_named_variable(name: str | None, environ: dict, key: str | None) -> None:
+    assert RewardModelConfig(api_key_env=name).api_key(environ) == key
+
+
+@pytest.mark.parametrize("environ", [{}, {"REWARD_KEY": ""}], ids=["unset", "empty"])
+def test_a_named_variable_that_is_unset_or_empty_is_an_error(environ: dict) -> None:
+    with pytest.raises(ValueError, match=r"REWARD_KEY.*unset or empty"):
+        RewardModelConfig(api_key_env="REWARD_KEY").api_key(environ)

@@ -26,6 +26,7 @@ REPLY = json.dumps(
 BUSY = json.dumps({"error": {"type": "shutting_down", "message": "the server is shutting down"}}).encode()
 BAD_REQUEST = json.dumps({"error": {"type": "limit_exceeded", "message": "nframes above 64"}}).encode()
 PARSE_ERROR = json.dumps({"error": {"type": "parse_error", "message": "no number"}}).encode()
+UNAUTHORIZED = json.dumps({"error": {"type": "unauthorized", "message": "needs a key"}}).encode()
 
 
 def _episode(native: bool = False) -> Episode:
@@ -96,6 +97,7 @@ def test_a_failing_replica_is_skipped_and_sits_out_its_cool_down(servers, make_b
 
 NOT_FAILED_OVER = [("http_500", 500, b'{"error": {"type": "inference_error", "message": "OOM"}}')]
 NOT_FAILED_OVER += [("limit_exceeded_422", 422, BAD_REQUEST), ("parse_error_502", 502, PARSE_ERROR)]
+NOT_FAILED_OVER += [("unauthorized_401", 401, UNAUTHORIZED)]  # the pool shares its keys
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,20 @@ class RewardRequestError(RuntimeError):
 
 
 def post_score(
-    session: requests.Session, endpoint: str, payload: dict[str, Any], timeout: float
+    session: requests.Session,
+    endpoint: str,
+    payload: dict[str, Any],
+    timeout: float,
+    ca_bundle: str | None = None,
 ) -> ScoreResponse:
-    """One ``POST /score`` to ``endpoint``: the validated response, or :class:`RewardRequestError`."""
+    """One ``POST /score`` to ``endpoint``: the validated response, or :class:`RewardRequestError`.
+
+    ``ca_bundle`` verifies an https endpoint. It is passed per request because ``requests``
+    lets ``REQUESTS_CA_BUNDLE`` override a session's ``verify``.
+    """
+    verify: str | bool = True if ca_bundle is None else ca_bundle
     try:
-        response = session.post(endpoint, json=payload, timeout=timeout)
+        response = session.post(endpoint, json=payload, timeout=timeout, verify=verify)
     except requests.Timeout as exc:
         raise RewardRequestError("timeout", endpoint, f"no answer within {timeout} s") from exc
     except requests.ConnectionError as exc:
@@ -54,7 +63,10 @@ def post_score(
 
 
 def fails_over(exc: RewardRequestError) -> bool:
-    """Whether another replica may answer where this one failed: it was unreachable, slow or busy."""
+    """Whether another replica may answer where this one failed: it was unreachable, slow or busy.
+
+    Not a 401: the replicas of one pool share their keys, so a rejected key is the client's.
+    """
     return exc.kind in ("connection", "timeout") or exc.status in RETRYABLE_STATUSES
 
 

@@ -9,6 +9,8 @@ are expected; nothing else is coerced.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
@@ -19,6 +21,7 @@ from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VID
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Pydantic's error types that mean "wrong type" (TypeError) rather than "bad value" (ValueError).
 _TYPE_ERRORS = ("_type", "is_instance_of")
 
@@ -50,6 +53,20 @@ class RewardModelConfig(BaseModel):
     max_retries: Annotated[int, Field(ge=0)] = 1  # extra attempts, only for connection errors and 503/504
     episode_log_dir: str | None = None  # JSONL episode log goes here; None: no log
     replica_cooldown_s: Positive = 30.0  # a replica that failed is skipped this long
+    # The NAME of the environment variable holding the servers' API key (never the key itself,
+    # which would end up in logs and saved configs); None: the servers need no key.
+    api_key_env: str | None = None
+    ca_bundle: str | None = None  # PEM bundle to verify https:// replicas; None: the system's CAs
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_var_name(cls, name: str | None) -> str | None:
+        if name is not None and not _ENV_NAME.fullmatch(name):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, _), such as "
+                "VLM_REWARD_API_KEY, not the key itself"
+            )
+        return name
 
     @field_validator("endpoint")
     @classmethod
@@ -79,6 +96,22 @@ class RewardModelConfig(BaseModel):
     def from_mapping(cls, block: Mapping[str, Any] | None) -> RewardModelConfig:
         """Build from the YAML block (a dict or an OmegaConf node); ``None`` means disabled."""
         return cls() if block is None else cls(**_to_plain_dict(block))
+
+    def api_key(self, environ: Mapping[str, str] = os.environ) -> str | None:
+        """The servers' API key, read from the variable ``api_key_env`` names (``None``: no key).
+
+        ``ValueError`` when the variable is named but unset or empty: a run configured for
+        keyed servers would otherwise send every episode to a 401 and train on fallbacks.
+        """
+        if self.api_key_env is None:
+            return None
+        key = environ.get(self.api_key_env, "").strip()
+        if not key:
+            raise ValueError(
+                f"reward_model.api_key_env names {self.api_key_env!r}, but that environment variable "
+                "is unset or empty; export it with the reward server's key (or set api_key_env: null)."
+            )
+        return key
 
     def replace(self, **changes: Any) -> RewardModelConfig:
         """A copy with ``changes`` applied, validated like the YAML block."""

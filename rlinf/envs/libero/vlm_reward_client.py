@@ -32,6 +32,11 @@ missing, NaN or out-of-range score) raises :class:`RewardRequestError` when
 ``fail_on_request_error``; otherwise the episode gets the fallback score, a warning is
 logged once per kind of error (the server's error type, e.g. ``parse_error``, or
 ``connection``, ``timeout``, ...), and the result says ``fallback=True`` with the reason.
+
+With ``api_key_env``, every request carries ``Authorization: Bearer <key>`` from that
+variable. A 401 (``unauthorized``: a missing or wrong key) is the same on every replica and
+on every attempt, so it is neither failed over nor retried: it is a fallback of kind
+``unauthorized``, or raised at once with ``fail_on_request_error``.
 """
 
 from __future__ import annotations
@@ -124,6 +129,10 @@ class VLMRewardClient:
         )
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        # The key lives only in the session's headers: never in the config, a log or a result.
+        api_key = cfg.api_key()
+        if api_key is not None:
+            self._session.headers["Authorization"] = f"Bearer {api_key}"
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-reward")
         self._video_dir = cfg.temp_video_dir or tempfile.gettempdir()
         os.makedirs(self._video_dir, exist_ok=True)
@@ -258,7 +267,7 @@ class VLMRewardClient:
             tried.add(endpoint)
             try:
                 with self.replicas.request(endpoint):
-                    body = post_score(self._session, endpoint, payload, self.cfg.timeout)
+                    body = post_score(self._session, endpoint, payload, self.cfg.timeout, self.cfg.ca_bundle)
             except RewardRequestError as exc:
                 if not fails_over(exc):
                     raise

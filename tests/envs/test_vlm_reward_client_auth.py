@@ -1,0 +1,127 @@
+"""The env's client against a keyed HTTPS reward server (a real process on 127.0.0.1).
+
+``reward_model.api_key_env`` names the variable with the key and ``ca_bundle`` the
+certificate that verifies the server (self-signed, made here). The right key is scored; a
+wrong one is a fallback of kind ``unauthorized``, sent once (a 401 is neither retried nor
+failed over), and raises at once in strict mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from rlinf.envs.libero.vlm_reward_client import Episode, RewardRequestError, VLMRewardClient
+from tests.conftest import moving_square_frames
+from tests.support.server import ServerProcess
+from tests.support.tls import self_signed_cert
+from vlm_reward.auth import API_KEY_ENV
+
+KEY = "env-side-key-3b9e51"
+KEY_VAR = "TEST_REWARD_KEY"
+
+
+@dataclass(frozen=True)
+class Keyed:
+    server: ServerProcess
+    cert: str
+    videos: Path
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
+    base = tmp_path_factory.mktemp("keyed-env")
+    videos = base / "videos"
+    videos.mkdir()
+    cert, key = self_signed_cert(base)
+    args = ["--backend", "fixed_score", "--model", "fake", "--video-root", str(videos)]
+    args += ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key)]
+    server = ServerProcess(args, base / "server.log", env={API_KEY_ENV: KEY}).wait_ready()
+    yield Keyed(server, str(cert), videos)
+    server.stop()
+
+
+def _client(keyed: Keyed, **changes: object) -> VLMRewardClient:
+    settings = {
+        "enable": True,
+        "endpoint": keyed.server.endpoint,
+        "api_key_env": KEY_VAR,
+        "ca_bundle": keyed.cert,
+        "temp_video_dir": str(keyed.videos),
+        "timeout": 30.0,
+        "backend": None,
+        **changes,
+    }
+    return VLMRewardClient(RewardModelConfig(**settings))
+
+
+def _episode() -> Episode:
+    return Episode("put the bowl on the plate", list(moving_square_frames(4)), native_success=True)
+
+
+def test_the_right_key_is_scored(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VAR, KEY)
+    client = _client(keyed)
+    try:
+        results = client.score_many([_episode(), _episode()])
+    finally:
+        client.close()
+    assert [(r.fallback, r.score) for r in results] == [(False, 0.8), (False, 0.8)]
+    assert KEY not in repr(client.cfg) and KEY not in str(client.cfg.model_dump())
+
+
+def test_a_wrong_key_is_an_unauthorized_fallback_sent_once(
+    keyed: Keyed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VAR, "not-the-key")
+    before = keyed.server.log().count("status=401")
+    client = _client(keyed, max_retries=3)
+    try:
+        results = client.score_many([_episode() for _ in range(3)])
+    finally:
+        client.close()
+    assert [(r.fallback, r.error_kind, r.score) for r in results] == [(True, "unauthorized", 1.0)] * 3
+    assert dict(client.error_counts) == {"unauthorized": 3}
+    log = keyed.server.log_containing("status=401")
+    assert log.count("POST /score backend=- status=401") - before == 3  # no retry
+
+
+def test_strict_mode_raises_at_once(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VAR, "not-the-key")
+    client = _client(keyed, fail_on_request_error=True, max_retries=3)
+    try:
+        with pytest.raises(RewardRequestError) as raised:
+            client.score(_episode())
+    finally:
+        client.close()
+    assert (raised.value.kind, raised.value.status) == ("unauthorized", 401)
+    assert "not-the-key" not in str(raised.value)
+
+
+@pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])
+def test_a_named_but_missing_variable_stops_the_client_being_built(
+    keyed: Keyed, monkeypatch: pytest.MonkeyPatch, value: str | None
+) -> None:
+    if value is None:
+        monkeypatch.delenv(KEY_VAR, raising=False)
+    else:
+        monkeypatch.setenv(KEY_VAR, value)
+    with pytest.raises(ValueError, match=rf"{KEY_VAR}.*unset or empty"):
+        _client(keyed)
+
+
+def test_an_untrusted_certificate_is_a_connection_fallback(
+    keyed: Keyed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_VAR, KEY)
+    client = _client(keyed, ca_bundle=None, max_retries=0)
+    try:
+        result = client.score(_episode())
+    finally:
+        client.close()
+    assert (result.fallback, result.error_kind) == (True, "connection")
+    assert "CERTIFICATE_VERIFY_FAILED" in (result.error or "")
