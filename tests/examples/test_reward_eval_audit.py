@@ -24,6 +24,8 @@ from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
 from tests.examples.conftest import run_reward_eval
+from tests.examples.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
+from tests.support.browser import HeadlessChromium, broken_links
 from vlm_reward.video_io import encode_mp4
 
 JUDGE = ["--plugin", "tests.support.frame_backends", "--backend", "square_position", "--model", "none"]
@@ -172,3 +174,18 @@ def test_a_run_that_cannot_be_audited_is_status_3_with_one_line(
     assert audit_cmd.main([str(tmp_path / "run"), *JUDGE]) == audit_cmd.EXIT_CANNOT_AUDIT
     err = capsys.readouterr().err
     assert "[reward-eval] cannot audit: " in err and message in err
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_the_reports_load_cleanly_in_a_real_browser(audited: dict[str, Any], tmp_path: Path) -> None:
+    out = tmp_path / "rendered"  # the full run report, the audit section included
+    assert report_cmd.main([str(audited["run_dir"]), "--out", str(out)]) == 0
+    pages = [out / "report.html", out / "audit" / "report.html", audited["run_dir"] / "audit" / "report.html"]
+    with HeadlessChromium(CHROMIUM) as browser:
+        checks = [browser.check(page.as_uri()) for page in pages]
+    for page, check in zip(pages, checks, strict=True):
+        assert (check.broken_images, check.console_errors, check.failed_requests) == ([], [], []), page
+        assert broken_links(check, page.parent) == [], page
+    assert checks[0].links == [(out / "audit" / "report.html").as_uri()], "the run report links the audit's"
+    assert "](audit/strips/wrong_task_0.png)" in (out / "report.md").read_text()

@@ -24,6 +24,7 @@ from examples.embodiment.reward_eval.report.document import (
     Heading,
     Image,
     Items,
+    Link,
     Para,
     Table,
     render_html,
@@ -110,7 +111,14 @@ def audit_section(run_dir: Path, summary: Mapping[str, Any]) -> tuple[list[Block
     ``<run_dir>/<audit dir>``); its figures are the audit's own strips."""
     audit = summary["audit"]
     prefix = f"{audit['dir']}/" if audit.get("dir") else ""
-    return audit_blocks(audit, prefix), {}
+    blocks = audit_blocks(audit, prefix)
+    if prefix and not audit.get("skipped"):
+        link = Link(
+            f"{prefix}report.html",
+            f"The audit's own report ({prefix}report.html, numbers in {prefix}audit.json)",
+        )
+        blocks.insert(1, link)
+    return blocks, {}
 
 
 def audit_lines(audit: Mapping[str, Any]) -> list[str]:

@@ -1,6 +1,6 @@
 """A tiny document model rendered to Markdown and to standalone HTML.
 
-The report is one list of blocks (headings, paragraphs, lists, tables, images, alerts), so
+The report is one list of blocks (headings, paragraphs, lists, tables, images, links, alerts), so
 its Markdown and HTML versions always say the same thing. All text is plain: the renderers
 escape it (a VLM answer's ``<answer>`` tags show as text in both). The HTML needs nothing
 from the network: its style is inline and images are referenced by relative path.
@@ -52,13 +52,21 @@ class Image:
 
 
 @dataclass(frozen=True)
+class Link:
+    """A paragraph that is a link to another file of the run dir, by relative path."""
+
+    href: str
+    text: str
+
+
+@dataclass(frozen=True)
 class Alert:
     """A warning the reader must not miss: a boxed, bold paragraph."""
 
     text: str
 
 
-Block = Heading | Para | Items | Table | Image | Alert
+Block = Heading | Para | Items | Table | Image | Link | Alert
 
 
 def _md_text(text: str) -> str:
@@ -86,6 +94,8 @@ def render_markdown(blocks: Sequence[Block]) -> str:
             out.append("\n".join(lines))
         elif isinstance(b, Image):
             out.append(f"![{_md_cell(b.alt)}]({b.src})")
+        elif isinstance(b, Link):
+            out.append(f"[{_md_cell(b.text)}]({b.href})")
         elif isinstance(b, Alert):
             out.append(f"> **WARNING: {_md_text(b.text)}**")
     return "\n\n".join(out) + "\n"
@@ -115,6 +125,8 @@ def _html_block(b: Block) -> str:
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     if isinstance(b, Image):
         return f'<img src="{e(b.src)}" alt="{e(b.alt)}">'
+    if isinstance(b, Link):
+        return f'<p><a href="{e(b.href)}">{e(b.text)}</a></p>'
     return f'<div class="warning">WARNING: {e(b.text)}</div>'
 
 
