@@ -155,8 +155,9 @@ def _add_connection_flags(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--max-inflight-mb",
         type=positive,
-        default=256.0,
-        help="request-body megabytes held in memory at once; past it 503 server_busy (default: %(default)s)",
+        default=64.0,
+        help="megabytes of request bodies held at once (a body takes about 4 times its size while "
+        "it is parsed and decoded); past it 503 server_busy (default: %(default)s)",
     )
     group.add_argument(
         "--drain-timeout",
