@@ -18,6 +18,7 @@ the "before" numbers: ``git archive <commit> | tar -x -C /tmp/before``):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import tempfile
 import threading
@@ -28,7 +29,8 @@ from pathlib import Path
 import psutil
 import requests
 
-from benchmarks.harness import REPO, RewardServer, header, parse_args
+from benchmarks.harness import REPO, RewardServer, header, parse_args, synthetic_frames
+from vlm_reward.video_io import encode_mp4
 
 
 def _add(parser: argparse.ArgumentParser) -> None:
@@ -80,10 +82,8 @@ def attack_connections(server: RewardServer, video: Path, args: argparse.Namespa
             s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")
         while not stop.wait(1.0):
             for s in slow:
-                try:
+                with contextlib.suppress(OSError):
                     s.sendall(b"X-Slow: 1\r\n")
-                except OSError:
-                    pass
 
     thread = threading.Thread(target=trickle, daemon=True)
     thread.start()
@@ -149,9 +149,6 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-connection-abuse-") as tmp:
         root = Path(tmp)
         video = root / "episode.mp4"
-        from benchmarks.harness import synthetic_frames
-        from vlm_reward.video_io import encode_mp4
-
         encode_mp4(synthetic_frames(16), video, fps=4)
         base = ["--backend", "fixed_score", "--model", "m", "--video-root", str(root)]
         for name, attack in (("connections", attack_connections), ("uploads", attack_uploads)):

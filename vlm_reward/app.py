@@ -42,9 +42,11 @@ def create_app(config: ServerConfig) -> FastAPI:
     before the server listens. ``app.state.service`` is the :class:`RewardService`.
     """
     service = RewardService(config)
-    metrics = ServerMetrics(service.slots, service.slots[service.default_backend].model, __version__)
-    metrics.watch_runners(service.runner_states)
-    service.metrics = metrics
+    metrics = None
+    if config.metrics:
+        metrics = ServerMetrics(service.slots, service.slots[service.default_backend].model, __version__)
+        metrics.watch_runners(service.runner_states)
+        service.metrics = metrics
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -57,7 +59,7 @@ def create_app(config: ServerConfig) -> FastAPI:
     handled = (RewardServerError, BackendError, RequestValidationError, StarletteHTTPException, Exception)
     for exc_type in handled:
         app.add_exception_handler(exc_type, _handle_exception)
-    _add_routes(app, service)
+    _add_routes(app, service, with_metrics=metrics is not None)
     app.add_middleware(
         BodySizeLimit,
         max_bytes=config.max_body_bytes,
@@ -67,7 +69,8 @@ def create_app(config: ServerConfig) -> FastAPI:
     if config.api_keys is not None:
         public = ("/health", "/metrics") if config.metrics_public else ("/health",)
         app.add_middleware(RequireApiKey, keys=config.api_keys, public_paths=public)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    if metrics is not None:
+        app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(RequestLog)  # added last = outermost, so it also logs 413s
     return app
 
@@ -104,7 +107,7 @@ async def _wait_for_disconnect(receive: Receive) -> None:
         logger.debug("receive channel failed (%s); treating the client as gone", type(exc).__name__)
 
 
-def _add_routes(app: FastAPI, service: RewardService) -> None:
+def _add_routes(app: FastAPI, service: RewardService, with_metrics: bool) -> None:
     @app.post("/score", response_model=ScoreResponse, responses={400: {}, 403: {}, 404: {}, 413: {}})
     async def score(body: ScoreRequest, request: Request) -> ScoreResponse:
         client_gone = asyncio.ensure_future(_wait_for_disconnect(request.receive))
@@ -119,10 +122,13 @@ def _add_routes(app: FastAPI, service: RewardService) -> None:
         headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None
         return JSONResponse(body, status_code=status, headers=headers)
 
-    @app.get("/metrics", include_in_schema=False)
-    async def metrics() -> Response:
-        body, content_type = service.metrics.exposition()
-        return Response(body, media_type=content_type)
+    if with_metrics and service.metrics is not None:
+        scraped = service.metrics
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics() -> Response:
+            body, content_type = scraped.exposition()
+            return Response(body, media_type=content_type)
 
     @app.get("/backends", response_model=BackendsResponse)
     async def backends() -> BackendsResponse:

@@ -132,6 +132,7 @@ def _add_access_flags(p: argparse.ArgumentParser) -> None:
         help="start on a non-loopback --host without an API key (anyone who reaches the port may use it)",
     )
     group.add_argument("--metrics-public", action="store_true", help="serve GET /metrics without a key")
+    group.add_argument("--no-metrics", action="store_true", help="no GET /metrics, and no counting behind it")
     group.add_argument("--ssl-certfile", metavar="PATH", help="serve HTTPS with this certificate (PEM)")
     group.add_argument("--ssl-keyfile", metavar="PATH", help="the certificate's private key (PEM)")
 
@@ -198,6 +199,7 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
         max_wait_ms=args.max_wait_ms,
         limits=limits,
         api_keys=api_keys,
+        metrics=not args.no_metrics,
         metrics_public=args.metrics_public,
         max_inflight_mb=args.max_inflight_mb,
         body_timeout_s=args.body_timeout,

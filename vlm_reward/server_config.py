@@ -27,6 +27,7 @@ class ServerConfig:
     limits: RequestLimits = field(default_factory=RequestLimits)
     # Access and admission (see vlm_reward.auth and the README's "Limits of the server"):
     api_keys: Any = None  # an ApiKeys (its repr hides the keys), or None: no key needed
+    metrics: bool = True  # GET /metrics and the counting behind it (--no-metrics: off)
     metrics_public: bool = False  # GET /metrics without a key
     max_inflight_mb: float | None = 64.0  # request bodies in memory at once; None: unbounded
     body_timeout_s: float | None = 60.0  # deadline for a request's whole body; None: none

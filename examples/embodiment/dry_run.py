@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import hydra
 import numpy as np
@@ -43,11 +44,11 @@ def check_group_sizes(cfg: DictConfig) -> None:
         )
 
 
-def check_reward_server(endpoint: str, timeout: float = 10.0) -> str:
+def check_reward_server(endpoint: str, timeout: float = 10.0, ca_bundle: str | None = None) -> str:
     """Return the server's health JSON as text; raise ``SetupError`` if it is not ready."""
     url = health_url(endpoint)
     try:
-        response = requests.get(url, timeout=timeout)
+        response = requests.get(url, timeout=timeout, verify=ca_bundle or True)
     except requests.RequestException as exc:
         raise SetupError(
             f"reward server not reachable at {url} ({type(exc).__name__}); start it with "
@@ -58,6 +59,26 @@ def check_reward_server(endpoint: str, timeout: float = 10.0) -> str:
             f"reward server at {url} is not ready (HTTP {response.status_code}): {response.text[:300]}"
         )
     return response.text
+
+
+def check_reward_key(endpoint: str, api_key: str | None, ca_bundle: str | None, timeout: float = 10.0) -> str:
+    """``SetupError`` unless the server lets this env in: ``GET /backends`` needs the key when the
+    server has keys (``/health`` never does), so a wrong or missing key shows here, not as a
+    run of ``unauthorized`` fallbacks."""
+    parts = urlsplit(endpoint)
+    url = urlunsplit((parts.scheme, parts.netloc, "/backends", "", ""))
+    headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    response = requests.get(url, headers=headers, timeout=timeout, verify=ca_bundle or True)
+    if response.status_code == 401:
+        raise SetupError(
+            f"reward server at {url} refused the API key (401): set reward_model.api_key_env to the "
+            "name of the environment variable holding the server's key, and export it."
+        )
+    if response.status_code != 200:
+        raise SetupError(
+            f"reward server at {url} answered HTTP {response.status_code}: {response.text[:300]}"
+        )
+    return "key accepted" if api_key is not None else "no key needed"
 
 
 def check_within_server_limits(reward_model: DictConfig, health: dict[str, Any]) -> None:
@@ -119,9 +140,17 @@ def run_checks(cfg: DictConfig) -> None:
     print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
     reward_model = cfg.env.train.reward_model
     if reward_model.enable:
-        for endpoint in RewardModelConfig.from_mapping(reward_model).endpoints:  # every replica
-            health = check_reward_server(endpoint)
+        parsed = RewardModelConfig.from_mapping(reward_model)
+        try:
+            api_key = parsed.api_key()
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+        for endpoint in parsed.endpoints:  # every replica
+            health = check_reward_server(endpoint, ca_bundle=parsed.ca_bundle)
             print(f"[dry-run] reward server healthy: {health}")
+            print(
+                f"[dry-run] reward server {endpoint}: {check_reward_key(endpoint, api_key, parsed.ca_bundle)}"
+            )
             check_within_server_limits(reward_model, json.loads(health))
     else:
         print("[dry-run] reward model off: training on the native LIBERO reward")

@@ -125,3 +125,23 @@ def test_an_untrusted_certificate_is_a_connection_fallback(
         client.close()
     assert (result.fallback, result.error_kind) == (True, "connection")
     assert "CERTIFICATE_VERIFY_FAILED" in (result.error or "")
+
+
+DRY_RUN_KEYS = [
+    ("right-key", KEY, None),
+    ("wrong-key", "not-the-key", "refused the API key"),
+    ("no-key", None, "401"),
+]
+
+
+@pytest.mark.parametrize(("key", "error"), [r[1:] for r in DRY_RUN_KEYS], ids=[r[0] for r in DRY_RUN_KEYS])
+def test_the_dry_run_checks_the_key_against_each_replica(
+    keyed: Keyed, key: str | None, error: str | None
+) -> None:
+    from examples.embodiment.dry_run import SetupError, check_reward_key
+
+    if error is None:
+        assert check_reward_key(keyed.server.endpoint, key, keyed.cert) == "key accepted"
+        return
+    with pytest.raises(SetupError, match=error):
+        check_reward_key(keyed.server.endpoint, key, keyed.cert)
