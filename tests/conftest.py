@@ -27,6 +27,14 @@ def tiny_qwen3_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="session")
+def tiny_oft_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A random-weight OpenVLA-OFT (examples/embodiment/tiny_openvla_oft.py), built once per session."""
+    from examples.embodiment.tiny_openvla_oft import build
+
+    return str(build(tmp_path_factory.mktemp("tiny-openvla-oft")))
+
+
 def moving_square_frames(n: int = 16, size: int = 64) -> np.ndarray:
     """``n`` RGB frames of a square sliding across a gradient: real content, cheap to make."""
     ramp = np.linspace(0, 255, size, dtype=np.uint8)

@@ -54,7 +54,7 @@ class SmokeSettings:
 
     timeout_s: float
     hook_module: str
-    record_dir: Path
+    record_dir: Path  # tiny_model_dir, the other key of the block, is read by cpu_smoke_model.py
 
     @property
     def marker_dir(self) -> Path:
@@ -294,8 +294,8 @@ class SmokeGuard:
         print(
             f"{PREFIX} OK in {time.monotonic() - self.started_at:.0f} s: {cfg.runner.max_steps} GRPO "
             "step(s) ran end to end (rollout, weight sync, advantages, optimizer step, checkpoint). This "
-            "checks wiring only: the MLP policy learned nothing useful, and OpenVLA-OFT, FSDP1 and the "
-            "patch syncer were not run.",
+            "checks wiring only: the tiny random-weight policy learned nothing useful, and FSDP1, the "
+            "patch syncer and bf16 (GPU-only) were not run.",
             flush=True,
         )
 

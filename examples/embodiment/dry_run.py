@@ -8,7 +8,10 @@ In order, and stopping at the first failure with a message that says what to fix
 3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``
    and that the env's requests (``nframes``, ``max_pixels``) fit the server's caps, which
    would otherwise refuse every episode with 422;
-4. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
+4. for OpenVLA-OFT, checks the checkpoint at ``actor.model.model_path`` (``oft_checkpoint.py``):
+   ``config.json``, norm stats for ``unnorm_key``, and stored weight names and shapes against the
+   model built from that config on the meta device (no weights loaded);
+5. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
    resets it and runs one ``chunk_step`` of idle actions. With the reward model on, the
    episode is cut to that one chunk so the server actually scores it.
 
@@ -98,6 +101,29 @@ def check_within_server_limits(reward_model: DictConfig, health: dict[str, Any])
             )
 
 
+def check_policy(cfg: DictConfig) -> None:
+    """The configured policy's checkpoint fits the model RLinf will build (OpenVLA-OFT only)."""
+    model_cfg = cfg.actor.model
+    if str(model_cfg.model_type) != "openvla_oft":
+        print(
+            f"[dry-run] policy {model_cfg.model_type}: its checkpoint is not checked (only openvla_oft's is)"
+        )
+        return
+    from pathlib import Path
+
+    from examples.embodiment.oft_checkpoint import CheckpointError, check_checkpoint, check_weights
+
+    try:
+        check_checkpoint(Path(str(model_cfg.model_path)), str(model_cfg.unnorm_key))
+        tensors = check_weights(model_cfg)
+    except CheckpointError as exc:
+        raise SetupError(str(exc)) from exc
+    print(
+        f"[dry-run] policy OpenVLA-OFT at {model_cfg.model_path}: config.json, norm stats for "
+        f"{model_cfg.unnorm_key!r} and {tensors} stored tensors fit the model built on the meta device"
+    )
+
+
 def smoke_env(cfg: DictConfig) -> None:
     """One env of the train env class: reset and one chunk step of idle actions."""
     from rlinf.envs import get_env_cls
@@ -154,6 +180,7 @@ def run_checks(cfg: DictConfig) -> None:
             check_within_server_limits(reward_model, json.loads(health))
     else:
         print("[dry-run] reward model off: training on the native LIBERO reward")
+    check_policy(cfg)
     smoke_env(cfg)
 
 

@@ -148,6 +148,9 @@ def build_tokenizer() -> Any:
 
 def build(out_dir: str | Path, seed: int = 0) -> Path:
     """Write the checkpoint to ``out_dir`` (created) and return it; random weights from ``seed``."""
+    import rlinf  # noqa: F401  (first: it installs the import hook that provides `prismatic`)
+
+    # isort: split
     import torch
     from prismatic.extern.hf.configuration_prismatic import OpenVLAConfig
     from prismatic.extern.hf.modeling_prismatic import OpenVLAForActionPrediction

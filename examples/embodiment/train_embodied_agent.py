@@ -99,12 +99,17 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     if not cfg.get("cpu_smoke", {}).get("enable", False):
         return None
     from examples.embodiment.cpu_smoke import EXIT_SETUP, PREFIX, SmokeError, SmokeGuard, SmokeSettings
+    from examples.embodiment.cpu_smoke_model import prepare_policy
 
     try:
-        return SmokeGuard(SmokeSettings.from_cfg(cfg)).start()
+        guard = SmokeGuard(SmokeSettings.from_cfg(cfg))
+        plan = prepare_policy(cfg)  # the tiny OpenVLA-OFT is built here, before Ray starts
     except (SmokeError, ValueError) as exc:
         print(f"{PREFIX} FAILED: {exc}", file=sys.stderr, flush=True)
         sys.exit(EXIT_SETUP)
+    if plan is not None:
+        print(f"{PREFIX} policy: {plan.describe()}", flush=True)
+    return guard.start()
 
 
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")

@@ -40,7 +40,10 @@ def test_scripts_parse_and_pass_shellcheck(script: Path) -> None:
 def test_dry_run_fails_clearly_when_the_reward_server_is_down(tmp_path: Path) -> None:
     endpoint = f"http://127.0.0.1:{free_port()}/score"
     result = _dry_run(
-        tmp_path, "env.train.reward_model.enable=True", f"env.train.reward_model.endpoint={endpoint}"
+        tmp_path,
+        "env.train.reward_model.enable=True",
+        f"env.train.reward_model.endpoint={endpoint}",
+        "actor.model.model_path=/nonexistent",  # the server is checked first: no checkpoint needed
     )
     assert result.returncode == 1
     assert f"reward server not reachable at {endpoint.removesuffix('/score')}/health" in result.stdout
@@ -49,19 +52,30 @@ def test_dry_run_fails_clearly_when_the_reward_server_is_down(tmp_path: Path) ->
     assert "dry_run.py" in log.read_text() and "FAILED" in log.read_text(), "the run is logged"
 
 
+def test_dry_run_fails_on_a_checkpoint_that_is_not_there(tmp_path: Path) -> None:
+    result = _dry_run(tmp_path, "actor.model.model_path=/nonexistent")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "[dry-run] FAILED: actor.model.model_path /nonexistent is not a directory" in result.stdout
+    assert "[dry-run] OK" not in result.stdout
+
+
 @pytest.mark.libero
 @pytest.mark.slow
-def test_dry_run_native(tmp_path: Path) -> None:
-    result = _dry_run(tmp_path)
+def test_dry_run_native(tmp_path: Path, tiny_oft_checkpoint: str) -> None:
+    result = _dry_run(tmp_path, f"actor.model.model_path={tiny_oft_checkpoint}")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "validated by rlinf.config.validate_cfg" in result.stdout
+    assert (
+        f"[dry-run] policy OpenVLA-OFT at {tiny_oft_checkpoint}: config.json, norm stats for "
+        "'libero_10_no_noops' and 327 stored tensors fit the model built on the meta device"
+    ) in result.stdout
     assert "env class rlinf.envs.libero.libero_env.LiberoEnv" in result.stdout
     assert "[dry-run] OK" in result.stdout
 
 
 @pytest.mark.libero
 @pytest.mark.slow
-def test_dry_run_with_the_vlm_reward_against_live_replicas(tmp_path: Path) -> None:
+def test_dry_run_with_the_vlm_reward_against_live_replicas(tmp_path: Path, tiny_oft_checkpoint: str) -> None:
     """Two replicas in the endpoint list: each one's /health is checked, the episode is scored."""
     args = ["--backend", "fixed_score", "--model", "fake", "--video-root", "/"]
     servers = [ServerProcess(args, tmp_path / f"server{i}.log") for i in range(2)]
@@ -74,6 +88,7 @@ def test_dry_run_with_the_vlm_reward_against_live_replicas(tmp_path: Path) -> No
             "env.train.reward_model.enable=True",
             f"env.train.reward_model.endpoint=[{endpoints}]",
             "env.train.reward_model.backend=fixed_score",
+            f"actor.model.model_path={tiny_oft_checkpoint}",
         )
     finally:
         for server in servers:

@@ -1,11 +1,11 @@
 """``run_embodiment.sh --cpu-smoke``: RLinf's real GRPO loop, native and VLM reward, on CPU.
 
-Each training is a subprocess of the script as a user runs it (private Ray cluster, RLinf's
-``mlp_policy``, 2 envs in one GRPO group, 4-step episodes, one step; see
-``config/cpu_smoke/tiny.yaml``). The VLM run scores against a real reward server whose
-``score_sequence`` backend hands out 0.2 and 0.9 in arrival order, so the two episodes of the
-group get different scores and GRPO has something to rank. Both runs are module fixtures, shared
-by the checks, and their log dirs feed ``evaluate_reward_model.sh compare``.
+Each training is a subprocess of the script as a user runs it (private Ray cluster, the tiny
+random-weight OpenVLA-OFT built into the run, 2 envs in one GRPO group, one 8-step action chunk
+per episode, one step; see ``config/cpu_smoke/tiny.yaml``). The VLM run scores against a real
+reward server whose ``score_sequence`` backend hands out 0.2 and 0.9 in arrival order, so the two
+episodes of the group get different scores and GRPO has something to rank. Both runs are module
+fixtures, shared by the checks, and their log dirs feed ``evaluate_reward_model.sh compare``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,23 @@ COMPARE = REPO / "examples" / "embodiment" / "scripts" / "evaluate_reward_model.
 SCORES = (0.2, 0.9)  # what the server answers, in arrival order: one of each per group of 2
 COEF = 5.0  # reward_coef of libero_10.yaml
 LR = 2e-5  # actor.optim.lr: Adam moves every parameter with a gradient by about this per step
+WEIGHT_DECAY = 0.01  # actor.optim.weight_decay: AdamW's decoupled decay, applied with or without a gradient
+# The actor's logprobs of the rollout's action tokens, before the first update, against the
+# rollout's prev_logprobs. Same weights, same fp32 inputs: only the batch composition differs
+# (the rollout predicts both envs at once, the actor one micro batch at a time), which moves a
+# logprob by float32 rounding (~1e-6; exactly 0.0 seen here). A mismatch in what the actor is fed
+# moves it by 1.3e-4 (images rounded through bf16) to 0.3 (images normalised twice); the prompt of
+# another task, 9e-3 (tests/examples/test_tiny_openvla_oft.py measures these on the tiny model).
+ONPOLICY_ATOL = 1e-5
+CHUNK = 8  # OpenVLA-OFT's action chunk, the episode length of the smoke config
+# Parameters of each part of OpenVLA-OFT that must be in the checkpoint and (VLM run) trained.
+OFT_PARTS = (
+    "vision_backbone.featurizer.blocks.0.attn.qkv.weight",
+    "vision_backbone.fused_featurizer.blocks.0.attn.qkv.weight",
+    "projector.fc1.weight",
+    "language_model.model.layers.0.self_attn.q_proj.weight",
+    "language_model.lm_head.weight",
+)
 SMOKE_TIMEOUT_S = 420  # the driver's own limit; the subprocess gets 60 s more
 
 
@@ -161,22 +178,37 @@ def _assert_ok(run: SmokeRun) -> None:
 
 def test_native_run_completes_a_grpo_step(native_run: SmokeRun) -> None:
     _assert_ok(native_run)
+    assert "policy: tiny OpenVLA-OFT built for this run at " in native_run.output
+    assert "[rlinf overlay] prismatic: the copy vendored by vla-arena at " in native_run.output
     batch = native_run.record("grpo_batch_step1_rank0.pt")
-    assert batch["rewards"].shape == (4, 2, 1), "4 chunk steps x 2 envs x 1 action"
-    # No episode succeeds in 4 steps: every reward and advantage is 0; only the entropy bonus
-    # of the smoke config gives a gradient, and it reaches the policy's log-std alone.
+    assert batch["rewards"].shape == (1, 2, CHUNK), "1 chunk step x 2 envs x 8 actions"
+    # No episode succeeds in 8 steps: every reward and advantage is 0, so the gradient is 0 and
+    # AdamW's decoupled weight decay is the whole update: exactly w * (1 - lr * wd).
     assert batch["rewards"].abs().sum() == 0 and batch["advantages"].abs().sum() == 0
     initial, trained = native_run.record("initial_weights.pt"), native_run.checkpoint()
-    assert initial.keys() == trained.keys()
-    assert (trained["actor_logstd"] - initial["actor_logstd"]).abs().min() > LR / 2
-    assert (trained["actor_mean.weight"] - initial["actor_mean.weight"]).abs().max() < LR / 10
+    assert initial.keys() == trained.keys() and set(OFT_PARTS) <= trained.keys()
+    for name in OFT_PARTS:
+        torch.testing.assert_close(trained[name], initial[name] * (1 - LR * WEIGHT_DECAY), rtol=1e-7, atol=0)
 
 
 def test_vlm_run_trains_on_the_scores(vlm_run: SmokeRun) -> None:
     _assert_ok(vlm_run)
     initial, trained = vlm_run.record("initial_weights.pt"), vlm_run.checkpoint()
-    for name in ("backbone.0.weight", "actor_mean.weight", "actor_logstd"):
+    for name in OFT_PARTS:
         assert (trained[name] - initial[name]).abs().max() > LR / 2, f"{name} got no gradient step"
+
+
+@pytest.mark.parametrize("run", ["native_run", "vlm_run"])
+def test_actor_logprobs_equal_the_rollouts_before_the_update(
+    run: str, request: pytest.FixtureRequest
+) -> None:
+    """On-policy: the actor scores the rollout's action tokens as the rollout worker sampled them."""
+    records = request.getfixturevalue(run).record("onpolicy_logprobs_rank0.pt")
+    assert records["actor"].shape == records["rollout"].shape == (2, CHUNK * 7), (
+        "2 samples x 56 action tokens"
+    )
+    assert records["rollout"].max() < 0, "real logprobs, not padding"
+    torch.testing.assert_close(records["actor"], records["rollout"], rtol=0, atol=ONPOLICY_ATOL)
 
 
 def test_tensorboard_has_training_and_env_metrics(native_run: SmokeRun, vlm_run: SmokeRun) -> None:
@@ -199,9 +231,9 @@ def test_episode_log_carries_the_servers_scores(vlm_run: SmokeRun, reward_server
         job = served[line["video_path"]]
         assert line["vlm_score"] == job["score"] and line["vlm_raw_value"] == job["score"]
         assert (
-            line["task_text"] == job["task"] and line["frames_sent"] == job["frames"] == 5
-        )  # reset + 4 steps
-        assert line["fallback"] is False and line["episode_length"] == 4
+            line["task_text"] == job["task"] and line["frames_sent"] == job["frames"] == CHUNK + 1
+        )  # reset + 8 steps
+        assert line["fallback"] is False and line["episode_length"] == CHUNK
     assert sorted(line["vlm_score"] for line in lines) == sorted(SCORES)
 
 
@@ -210,9 +242,11 @@ def test_grpo_trains_on_the_vlm_return_and_ranks_by_score(vlm_run: SmokeRun) -> 
         line["env"]: line["vlm_score"] for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")
     }
     batch = vlm_run.record("grpo_batch_step1_rank0.pt")
-    returns = batch["rewards"][:, :, 0].sum(dim=0).numpy()  # batch column i is env i
+    returns = batch["rewards"].sum(dim=(0, 2)).numpy()  # batch column i is env i
     np.testing.assert_allclose(returns, [COEF * score[0], COEF * score[1]], atol=1e-5)
-    advantages = batch["advantages"][0, :, 0].numpy()  # GRPO: one advantage per trajectory
+    # GRPO: one advantage per trajectory, shared by each of its chunk's 8 actions.
+    assert (batch["advantages"] == batch["advantages"][:, :, :1]).all()
+    advantages = batch["advantages"][0, :, 0].numpy()
     high = max(score, key=score.get)
     assert advantages[high] > 0 > advantages[1 - high], (score, advantages)
     np.testing.assert_allclose(np.abs(advantages), 1 / np.sqrt(2), atol=1e-4)  # (r - mean) / std of 2

@@ -11,8 +11,9 @@
 #
 # --dry-run validates the config, checks the reward server and runs one env reset and chunk step
 # on this machine (no GPU needed), then exits.
-# --cpu-smoke runs the real training entry on CPU for 1 GRPO step of a tiny setup (RLinf's
-# mlp_policy, 2 envs, 4-step episodes; config/cpu_smoke/tiny.yaml, the CPU platform hook
+# --cpu-smoke runs the real training entry on CPU for 1 GRPO step of a tiny setup (a tiny random-weight
+# OpenVLA-OFT built into the log dir unless actor.model.model_path names a checkpoint, 2 envs, one
+# 8-step action chunk per episode; config/cpu_smoke/tiny.yaml, the CPU platform hook
 # examples/embodiment/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
 # wiring before GPUs are booked; it does not train a useful policy.
 # Logs go to logs/<timestamp>-<config>/.
@@ -74,7 +75,7 @@ if [ "$MODE" = cpu-smoke ]; then
   fi
   export RAY_ADDRESS=local
   export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-examples.embodiment.cpu_platform}"
-  echo "[run_embodiment] --cpu-smoke: a wiring check on CPU (RLinf's mlp_policy, 2 envs, 4-step episodes," \
+  echo "[run_embodiment] --cpu-smoke: a wiring check on CPU (tiny OpenVLA-OFT, 2 envs, 8-step episodes," \
     "1 GRPO step), not training: the policy learns nothing useful. Timeout ${SMOKE_TIMEOUT} s."
   # The driver enforces the timeout itself (and says why); coreutils' timeout is the backstop.
   CMD+=("+cpu_smoke=tiny" "cpu_smoke.timeout_s=$SMOKE_TIMEOUT")
