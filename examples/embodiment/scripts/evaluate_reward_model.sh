@@ -2,7 +2,9 @@
 # Evaluate a VLM reward model against LIBERO's native success (see README, "Evaluating a reward model").
 #
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh run [options]       roll out, score, report
-#   bash examples/embodiment/scripts/evaluate_reward_model.sh rescore RUN_DIR [options]
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh rescore RUN_DIR [options]    another judge
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh report RUN_DIR --threshold T  no judge call
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh audit RUN_DIR [options]      counterfactuals
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh compare NATIVE_LOG_DIR VLM_LOG_DIR [options]
 #
 # Works from any directory: puts the repo root first on PYTHONPATH and uses .venv/bin/python

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,8 @@ def run_audit(
     concurrency: int,
 ) -> dict[str, Any]:
     """Judge the counterfactuals of ``episodes``, draw the worst cases into ``out/strips`` and
-    return the summary, ``cases`` and ``unreadable`` episodes included."""
+    return the summary, ``cases``, ``unreadable`` episodes and ``wall_s`` (seconds it took) included."""
+    started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     negatives = {
         task_id: hard_negative(task_id, tasks) for task_id in {e.record.get("task_id") for e in episodes}
@@ -170,7 +172,8 @@ def run_audit(
     cases, unreadable = judge_episodes(client, episodes, negatives, seed, out, concurrency)
     summary = summarize_audit(cases, perturbation_names(), threshold)
     draw_worst_cases(summary, out)
-    return {**summary, "seed": seed, "unreadable": unreadable, "cases": cases}
+    wall_s = round(time.monotonic() - started, 1)
+    return {**summary, "seed": seed, "unreadable": unreadable, "cases": cases, "wall_s": wall_s}
 
 
 def draw_worst_cases(summary: dict[str, Any], out: Path) -> None:

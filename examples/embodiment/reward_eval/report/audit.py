@@ -126,7 +126,8 @@ def audit_lines(audit: Mapping[str, Any]) -> list[str]:
     if audit.get("skipped"):
         return [f"audit: none ({audit['skipped']})"]
     cells = [f"{name} {pct(b['positive_rate'])} of {b['judged']}" for name, b in audit["rows"].items()]
-    return [f"audit (judged success at {audit['threshold']:g}): " + ", ".join(cells)]
+    took = f", {audit['calls']} calls in {audit['wall_s']:.1f} s" if audit.get("wall_s") is not None else ""
+    return [f"audit (judged success at {audit['threshold']:g}{took}): " + ", ".join(cells)]
 
 
 def _strip_row(axes: Any, frames: np.ndarray, label: str) -> None:
