@@ -1,6 +1,6 @@
 """Evaluation of the VLM reward against the simulator's success on LIBERO episodes.
 
-``python -m examples.embodiment.reward_eval run|rescore|compare`` (``__main__`` runs
+``python -m examples.embodiment.reward_eval run|rescore|report|audit|compare`` (``__main__`` runs
 :mod:`.cli`, which dispatches). The package is split by role:
 
 - :mod:`.commands`: what executes: the three commands, their shared options, the reward
