@@ -141,3 +141,27 @@ def test_death_lines_name_the_worker_and_skip_intended_kills() -> None:
     assert cpu_smoke.death_line(oom) == "EnvGroup:0 (pid 9) was killed by Ray's memory monitor: low memory"
     killed = {"name": "probe", "death_cause": {"actor_died_error_context": {"reason": "RAY_KILL"}}}
     assert cpu_smoke.death_line(killed) is None
+
+
+@pytest.mark.parametrize(
+    ("parameters", "fits"),
+    [(15_929_152, True), (7_541_237_184, False)],
+    ids=["tiny-oft", "openvla-oft-7b"],
+)
+def test_a_policy_too_large_for_memory_is_refused_up_front(parameters: int, fits: bool) -> None:
+    from examples.embodiment.cpu_smoke_model import check_fits
+
+    available = 20 * 2**30  # what this 24 GiB machine has free
+    if fits:
+        check_fits(parameters, available, Path("/ckpt"))
+        return
+    with pytest.raises(ValueError, match=r"the checkpoint at /ckpt has 7\.54 B parameters") as error:
+        check_fits(parameters, available, Path("/ckpt"))
+    assert "6 fp32 copies (168.6 GiB) and this machine has 20.0 GiB available" in str(error.value)
+
+
+def test_a_policy_without_a_checkpoint_needs_no_preparation() -> None:
+    from examples.embodiment.cpu_smoke_model import prepare_policy
+
+    cfg = OmegaConf.create({"actor": {"model": {"model_type": "mlp_policy"}}})
+    assert prepare_policy(cfg) is None
