@@ -189,3 +189,20 @@ def test_the_reports_load_cleanly_in_a_real_browser(audited: dict[str, Any], tmp
         assert broken_links(check, page.parent) == [], page
     assert checks[0].links == [(out / "audit" / "report.html").as_uri()], "the run report links the audit's"
     assert "](audit/strips/wrong_task_0.png)" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d.mkdir(), "holds no vlm_episodes_*.jsonl episode log"),
+        (lambda d: write_run(d, EPISODES[:1]), "already holds an episode log"),  # --out = the source
+    ],
+    ids=["no-episode-log", "out-holds-a-log"],
+)
+def test_report_of_a_dir_without_a_log_or_into_a_used_one_is_status_2(
+    make: Any, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make(tmp_path / "run")
+    with pytest.raises(SystemExit) as exc:
+        report_cmd.parse_args([str(tmp_path / "run"), "--out", str(tmp_path / "run")])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
