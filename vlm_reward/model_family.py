@@ -12,7 +12,12 @@ between architectures:
 - ``video_timestamps``: whether the processor writes a ``<t seconds>`` text before each
   pair of frames (Qwen3-VL does; its timestamps come from the video metadata's ``fps`` and
   ``frames_indices``, so the metadata must reach the processor) or encodes time in M-RoPE
-  only (Qwen2.5-VL, from the ``fps`` processor kwarg).
+  only (Qwen2.5-VL, from the ``fps`` processor kwarg);
+- ``kept_video_wrap_tokens``: how many tokens longer a video's prompt is under transformers
+  >= 5.10 (the vLLM venv's 5.19, and vLLM 0.32 follows it) than under 4.57 (the main venv).
+  For a timestamped video, 4.57 replaces the whole ``<|vision_start|><|video_pad|><|vision_end|>``
+  by the per-frame sequence, each frame wrapped in its own start/end; 5.x replaces only the
+  ``<|video_pad|>`` and keeps the outer pair: 2 more tokens per video. Qwen2.5-VL: 0.
 
 Both families take frames in pairs (temporal patch 2) and share the chat format and the
 special tokens, so prompts and frame sampling are family-neutral.
@@ -44,6 +49,7 @@ class ModelFamily:
     model_class: str
     patch_size: int
     video_timestamps: bool
+    kept_video_wrap_tokens: int = 0
     merge_size: int = 2
     temporal_patch_size: int = 2
 
@@ -68,6 +74,7 @@ QWEN3_VL = ModelFamily(
     model_class="Qwen3VLForConditionalGeneration",
     patch_size=16,
     video_timestamps=True,
+    kept_video_wrap_tokens=2,
 )
 # model_type -> family; the one list of supported architectures.
 FAMILIES: Mapping[str, ModelFamily] = {f.model_type: f for f in (QWEN2_5_VL, QWEN3_VL)}

@@ -32,7 +32,10 @@ Reading happens in two steps.
      ``unit``: the number must be in [0, 1] and is the score;
      ``percentage``: the number must be in [0, 100] and the score is number / 100;
      ``auto``: a number in [0, 1] is read as unit, a number in (1, 100] as a percentage,
-     anything else is an error. So in ``auto`` "1" is 1.0 (not 1 %) and "1.5" is 0.015;
+     anything else is an error; ``rubric`` (the "roboreward" preset): the answer is the
+     last ``ANSWER: n`` (case-insensitive), else the last number, and n must be a whole
+     number from 1 to 5, scored (n - 1) / 4 (percentages, fractions and verdict words are
+     errors there). So in ``auto`` "1" is 1.0 (not 1 %) and "1.5" is 0.015;
      backends whose models answer 0-100 (PRIMO-R1) should use ``percentage``.
    - Words, only when the text holds no number: yes/true/success/successful(ly)/
      succeed(ed/s)/complete(d) read 1.0; no/false/failure/fail(ed/s)/unsuccessful(ly)/
@@ -101,6 +104,9 @@ _NEGATIVE_WORDS = ("no", "false", "failure", "fail", "failed", "fails", "unsucce
 _NEGATIVE_WORDS += ("incomplete", "uncompleted")
 _VERDICT_WORDS = {**dict.fromkeys(_POSITIVE_WORDS, True), **dict.fromkeys(_NEGATIVE_WORDS, False)}
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+# "ANSWER: 4", the rubric's answer line (RUBRIC_LEVELS levels, scored (n - 1) / (levels - 1)).
+_RUBRIC_ANSWER = re.compile(r"\banswer\s*:\s*(?P<num>[0-9]+(?:\.[0-9]*)?)", re.IGNORECASE)
+RUBRIC_LEVELS = 5
 
 
 def _quote(text: str) -> str:
@@ -172,8 +178,16 @@ def _fail(text: str, reason: str) -> ScoreParseError:
     return ScoreParseError(f"cannot read a score from {_quote(text)}: {reason}.")
 
 
+def _rubric(x: float, text: str) -> tuple[float, float]:
+    if not (math.isfinite(x) and x == int(x) and 1 <= x <= RUBRIC_LEVELS):
+        raise _fail(text, f"{x:g} is not a rubric level (a whole number from 1 to {RUBRIC_LEVELS})")
+    return (x - 1) / (RUBRIC_LEVELS - 1) + 0.0, float(x)
+
+
 def _scale_bare(x: float, mode: str, text: str) -> tuple[float, float]:
     """Score of a bare number (no % and no denominator) under ``mode``."""
+    if mode == "rubric":
+        return _rubric(x, text)
     if not math.isfinite(x):
         raise _fail(text, f"{x} is not a finite number")
     if x < 0:
@@ -226,6 +240,8 @@ def _parse_text(value: str, mode: str) -> tuple[float, float]:
     text = value.strip()
     if not text:
         raise _fail(value, "the answer is empty")
+    if mode == "rubric":
+        return _parse_rubric(text)
     items = list(_NUMBER_ITEM.finditer(text))
     if not items:
         verdict = _word_verdict(text)
@@ -239,6 +255,20 @@ def _parse_text(value: str, mode: str) -> tuple[float, float]:
     if last["pct"] is not None:
         return _percent(num, text)
     return _scale_bare(num, mode, text)
+
+
+def _parse_rubric(text: str) -> tuple[float, float]:
+    """The rubric level of ``text``: its last "ANSWER: n", else its last plain number."""
+    marked = list(_RUBRIC_ANSWER.finditer(text))
+    if marked:
+        return _rubric(float(marked[-1]["num"]), text)
+    items = list(_NUMBER_ITEM.finditer(text))
+    if not items:
+        raise _fail(text, f"it holds no 'ANSWER: n' with n from 1 to {RUBRIC_LEVELS}")
+    last = items[-1]
+    if last["den"] is not None or last["pct"] is not None:
+        raise _fail(text, "a rubric answer is a level from 1 to 5, not a fraction or a percentage")
+    return _rubric(float(last["num"]), text)
 
 
 def normalize_number(value: str | float | int, mode: str = "auto") -> tuple[float, float]:

@@ -1,16 +1,21 @@
-"""Judging by probability: the score is P(yes) / (P(yes) + P(no)) at the first answer position.
+"""Judging by probability: the score is read from the answer tokens' probabilities at the first
+answer position, not from generated text.
 
 Reading a number out of free text fails whenever a model answers off-format (the episode
 then falls back to the native reward), and a 0/1 answer throws away how sure the model
-was. A yes/no question read from the model's next-token distribution has neither problem:
-it never parses text, and it gives a graded score, which is how TOPReward reads "True"
-(success ROC AUC 0.826 reported). The mode is ``score_mode: probability``.
+was. A question answered with one token, read from the model's next-token distribution,
+has neither problem: it never parses text, and it gives a graded score, which is how
+TOPReward reads "True" (success ROC AUC 0.826 reported). The mode is
+``score_mode: probability``.
 
-"yes" reaches the model in several spellings: ``yes``, ``Yes``, ``YES``, with or without a
-leading space, each one token in Qwen's tokenizer. P(yes) is the sum over the spellings
-the tokenizer encodes as a single token (a multi-token spelling does not start the answer
-with the word itself), likewise P(no). The two sums are computed in log space
-(:func:`yes_probability`), so a judge that is very sure still gives an exact ratio.
+Which answers are read, and what each is worth, is the prompt preset's
+:class:`AnswerScale`: yes/no (:data:`YES_NO`, the score is P(yes) / (P(yes) + P(no))) or a
+1-5 rubric (:data:`RUBRIC_1_TO_5`, the score is the expected rubric value mapped to [0, 1]
+by (n - 1) / 4). Each answer reaches the model in several spellings (``yes``, ``Yes``,
+``YES``, with or without a leading space); its probability is the sum over the spellings the
+tokenizer encodes as a single token (a multi-token spelling does not start the answer with
+the word itself). The sums are normalised over the scale's answers in log space
+(:func:`expected_score`), so a judge that is very sure still gives an exact ratio.
 
 Pure: token ids and log-probabilities in, a float out. The transformers backend feeds it
 the last position's log-softmax; the vLLM backend the logprobs the engine returns for
@@ -24,12 +29,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-YES_WORD = "yes"
-NO_WORD = "no"
+
+@dataclass(frozen=True)
+class AnswerScale:
+    """The one-token answers a preset's question allows, and the score in [0, 1] of each."""
+
+    name: str
+    words: tuple[str, ...]
+    scores: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.words) != len(self.scores) or len(self.words) < 2:
+            raise ValueError(f"answer scale {self.name!r} needs one score per word, at least two words.")
+
+
+YES_NO = AnswerScale("yes_no", ("yes", "no"), (1.0, 0.0))
+# RoboReward's rubric: 1 (no progress) .. 5 (task done), scored (n - 1) / 4.
+RUBRIC_1_TO_5 = AnswerScale("rubric_1_5", ("1", "2", "3", "4", "5"), (0.0, 0.25, 0.5, 0.75, 1.0))
+ANSWER_SCALES: Mapping[str, AnswerScale] = {scale.name: scale for scale in (YES_NO, RUBRIC_1_TO_5)}
 
 
 class NoAnswerMassError(RuntimeError):
-    """Neither word has probability mass among the log-probabilities the engine returned."""
+    """No answer of the scale has probability mass among the log-probabilities the engine returned."""
 
 
 def word_variants(word: str) -> tuple[str, ...]:
@@ -50,51 +71,55 @@ def single_token_ids(tokenizer: Any, words: Iterable[str]) -> frozenset[int]:
 
 @dataclass(frozen=True)
 class AnswerTokens:
-    """The token ids that start a "yes" and a "no" answer."""
+    """The token ids that start each answer of ``scale`` (``by_answer[i]`` for ``scale.words[i]``)."""
 
-    yes: frozenset[int]
-    no: frozenset[int]
+    scale: AnswerScale
+    by_answer: tuple[frozenset[int], ...]
 
     @classmethod
-    def from_tokenizer(cls, tokenizer: Any, yes_word: str = YES_WORD, no_word: str = NO_WORD) -> AnswerTokens:
-        """The single-token spellings of both words; ``ValueError`` if a word has none or they share one."""
-        yes = single_token_ids(tokenizer, word_variants(yes_word))
-        no = single_token_ids(tokenizer, word_variants(no_word))
-        for word, ids in ((yes_word, yes), (no_word, no)):
+    def from_tokenizer(cls, tokenizer: Any, scale: AnswerScale = YES_NO) -> AnswerTokens:
+        """The single-token spellings of each answer; ``ValueError`` if one has none or two share one."""
+        by_answer = tuple(single_token_ids(tokenizer, word_variants(word)) for word in scale.words)
+        for word, ids in zip(scale.words, by_answer, strict=True):
             if not ids:
                 spellings = ", ".join(map(repr, word_variants(word)))
                 raise ValueError(
                     f"the tokenizer encodes no spelling of {word!r} ({spellings}) as a single token, "
                     "so its probability cannot be read at the first answer position."
                 )
-        if yes & no:
-            raise ValueError(f"{yes_word!r} and {no_word!r} share token ids {sorted(yes & no)}.")
-        return cls(yes, no)
+        seen: set[int] = set()
+        for word, ids in zip(scale.words, by_answer, strict=True):
+            if ids & seen:
+                raise ValueError(f"{word!r} shares token ids {sorted(ids & seen)} with another answer.")
+            seen |= ids
+        return cls(scale, by_answer)
 
     @property
     def ids(self) -> list[int]:
         """Every answer token id, sorted (what to ask an engine for)."""
-        return sorted(self.yes | self.no)
+        return sorted(set().union(*self.by_answer))
 
 
-def yes_probability(logprobs: Mapping[int, float], tokens: AnswerTokens) -> float:
-    """P(yes) / (P(yes) + P(no)) from token id -> log-probability at the first answer position.
+def expected_score(logprobs: Mapping[int, float], tokens: AnswerTokens) -> tuple[float, str]:
+    """(expected score, likeliest answer) from token id -> log-probability at the first answer position.
 
-    ``logprobs`` may hold the whole vocabulary or only some ids; a spelling it lacks counts
-    as no mass. :class:`NoAnswerMassError` if neither word has any (all absent or ``-inf``).
+    Each answer's probability is normalised over the scale's answers; the score is their
+    expectation of ``scale.scores`` (yes/no: P(yes) / (P(yes) + P(no))). ``logprobs`` may
+    hold the whole vocabulary or only some ids; a spelling it lacks counts as no mass.
+    :class:`NoAnswerMassError` if no answer has any (all absent or ``-inf``).
     """
-    log_yes = _logsumexp(lp for token, lp in logprobs.items() if token in tokens.yes)
-    log_no = _logsumexp(lp for token, lp in logprobs.items() if token in tokens.no)
-    if log_yes == -math.inf and log_no == -math.inf:
+    masses = [_logsumexp(lp for token, lp in logprobs.items() if token in ids) for ids in tokens.by_answer]
+    total = _logsumexp(masses)
+    if total == -math.inf:
+        words = "/".join(tokens.scale.words)
         raise NoAnswerMassError(
-            "neither 'yes' nor 'no' has probability mass at the first answer position among the "
+            f"no answer ({words}) has probability mass at the first answer position among the "
             f"{len(logprobs)} token log-probabilities returned."
         )
-    # P(yes) / (P(yes) + P(no)) = sigmoid(log P(yes) - log P(no)), stable for any magnitudes.
-    diff = log_yes - log_no
-    if diff >= 0:
-        return 1.0 / (1.0 + math.exp(-diff))
-    return math.exp(diff) / (1.0 + math.exp(diff))
+    shares = [math.exp(mass - total) for mass in masses]
+    score = sum(share * value for share, value in zip(shares, tokens.scale.scores, strict=True))
+    likeliest = max(range(len(shares)), key=shares.__getitem__)
+    return min(max(score, 0.0), 1.0), tokens.scale.words[likeliest]
 
 
 def _logsumexp(values: Iterable[float]) -> float:

@@ -2,9 +2,17 @@
 
 A :class:`PromptSpec` is a system prompt, a question template with a ``{task}`` slot, and
 a frame layout: ``"video"`` (the episode video only, Qwen2.5-VL style) or
-``"first_video_last"`` (first frame, video, last frame, PRIMO-R1 style). Backends start
-from a preset and apply overrides from ``backend_kwargs`` (server-wide or per request),
-so a user changes the prompt without touching code.
+``"first_video_last"`` (first frame, video, last frame, PRIMO-R1 style). It also says how
+its answers are read: in score_mode "probability", which one-token answers and what each is
+worth (``answer_scale``: yes/no, or a 1-5 rubric) and the text the answer follows
+(``answer_prefix``, put at the start of the assistant turn, e.g. ``"ANSWER: "``); in the
+text modes, the one mode its answers must be read in, if any (``text_score_mode``). Backends
+start from a preset and apply overrides from ``backend_kwargs`` (server-wide or per
+request), so a user changes the prompt without touching code.
+
+Presets: ``qwen`` (a number 0-1 in ``<answer>``), ``primo`` (PRIMO-R1's progress 0-100),
+``yes_no`` (what probability mode asks by default) and ``roboreward`` (a 1-5 rubric on the
+final state answered ``ANSWER: n``, scored (n - 1) / 4, for RoboReward-style judges).
 
 :func:`build_messages` turns a spec and a job into the chat messages that both
 transformers' processor and qwen-vl-utils' ``process_vision_info`` understand.
@@ -14,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 from typing import Any
+
+from vlm_reward.probability import RUBRIC_1_TO_5, YES_NO, AnswerScale
 
 FRAME_LAYOUTS = ("video", "first_video_last")
 PROMPT_OVERRIDE_KEYS = ("prompt", "system_prompt", "question_template", "frame_layout")
@@ -26,6 +36,9 @@ class PromptSpec:
     system_prompt: str
     question_template: str
     frame_layout: str = "video"
+    answer_scale: AnswerScale = YES_NO
+    answer_prefix: str = ""
+    text_score_mode: str | None = None
 
     def __post_init__(self) -> None:
         if self.frame_layout not in FRAME_LAYOUTS:
@@ -114,7 +127,32 @@ YES_NO_PROMPT = PromptSpec(
     frame_layout="video",
 )
 
-PRESETS: dict[str, PromptSpec] = {"qwen": QWEN_VIDEO_PROMPT, "primo": PRIMO_PROMPT, "yes_no": YES_NO_PROMPT}
+# A 1-5 rubric on the final state, the answer format RoboReward-style judges are trained on.
+# Probability mode starts the assistant turn with "ANSWER: " and reads the five digits there.
+ROBOREWARD_PROMPT = PromptSpec(
+    system_prompt="You are a careful judge of robot manipulation videos.",
+    question_template=(
+        'The video shows a robot arm attempting the task: "{task}".\n'
+        "Rate how far the task has got by the end of the video, judging the final state:\n"
+        "1 - no progress: nothing the task needs has happened.\n"
+        "2 - started: the robot has reached or touched the right object.\n"
+        "3 - halfway: the object is being moved toward the goal.\n"
+        "4 - nearly done: the goal is almost reached.\n"
+        "5 - done: the task is fully completed.\n"
+        "Reply with one line: ANSWER: followed by the number."
+    ),
+    frame_layout="video",
+    answer_scale=RUBRIC_1_TO_5,
+    answer_prefix="ANSWER: ",
+    text_score_mode="rubric",
+)
+
+PRESETS: dict[str, PromptSpec] = {
+    "qwen": QWEN_VIDEO_PROMPT,
+    "primo": PRIMO_PROMPT,
+    "yes_no": YES_NO_PROMPT,
+    "roboreward": ROBOREWARD_PROMPT,
+}
 # The preset a backend starts from in score_mode "probability", whatever its text preset.
 PROBABILITY_PRESET = "yes_no"
 
@@ -131,9 +169,20 @@ class ServerPrompts:
         self.probability = resolve_prompt(PRESETS[PROBABILITY_PRESET], server_kwargs)
 
     def for_job(self, score_mode: str, overrides: dict[str, Any]) -> PromptSpec:
-        """The prompt of one job in ``score_mode`` with its ``backend_kwargs`` applied."""
+        """The prompt of one job in ``score_mode`` with its ``backend_kwargs`` applied.
+
+        ``ValueError`` (400) when the spec's answers can only be read in another text mode
+        (the "roboreward" preset in "auto" would read "ANSWER: 4" as 4 %).
+        """
         base = self.probability if score_mode == "probability" else self.text
-        return resolve_prompt(base, overrides)
+        spec = resolve_prompt(base, overrides)
+        wanted = spec.text_score_mode
+        if wanted is not None and score_mode not in ("probability", wanted):
+            raise ValueError(
+                f"this prompt's answers are read in score_mode {wanted!r} or 'probability', "
+                f"not {score_mode!r}."
+            )
+        return spec
 
 
 def resolve_prompt(default: PromptSpec, overrides: dict[str, Any]) -> PromptSpec:

@@ -23,10 +23,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ScoreMode = Literal["auto", "percentage", "unit", "probability"]
+ScoreMode = Literal["auto", "percentage", "unit", "rubric", "probability"]
 # How a backend's answer becomes a score: the text modes read a number or a verdict word out
-# of the answer (vlm_reward.parsing); "probability" never reads text, the score is
-# P(yes) / (P(yes) + P(no)) at the first answer position (vlm_reward.probability).
+# of the answer (vlm_reward.parsing; "rubric" reads "ANSWER: n", n in 1..5, as (n - 1) / 4);
+# "probability" never reads text, the score is the expected value of the preset's answer
+# scale at the first answer position, P(yes) / (P(yes) + P(no)) for yes/no (vlm_reward.probability).
 SCORE_MODES: tuple[str, ...] = typing.get_args(ScoreMode)
 TEXT_SCORE_MODES: tuple[str, ...] = tuple(mode for mode in SCORE_MODES if mode != "probability")
 
@@ -119,7 +120,7 @@ class ScoreResponse(BaseModel):
     answer: str | None = Field(description="Text of the model's <answer> (or the whole answer).")
     think: str | None = Field(description="Text of the model's <think> block, if any.")
     probability: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="P(yes) / (P(yes) + P(no)) in score_mode probability."
+        default=None, ge=0.0, le=1.0, description="score_mode probability: the expected score of the answer scale (yes/no: P(yes))."
     )
     backend: str = Field(description="Canonical backend name (aliases resolved).")
     model: str = Field(description="Model name (directory name of a local checkpoint).")

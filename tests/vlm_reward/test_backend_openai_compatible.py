@@ -117,7 +117,7 @@ def test_expected_prompt_tokens_expands_each_placeholder(backend: OpenAICompatib
 def test_a_probability_request_pins_frames_and_asks_for_the_answer_tokens(
     backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str, tmp_path: Path
 ) -> None:
-    body, expected = backend.request_body(job(sample_mp4))
+    body, [expected] = backend.request_body(job(sample_mp4))
     tokens = AnswerTokens.from_tokenizer(backend._processor.tokenizer)
     assert body["logprob_token_ids"] == tokens.ids and body["max_tokens"] == 1
     assert (body["logprobs"], body["return_tokens_as_token_ids"], body["temperature"]) == (True, True, 0.0)
@@ -130,8 +130,9 @@ def test_a_probability_request_pins_frames_and_asks_for_the_answer_tokens(
     assert probe_video(path).num_frames == 8  # exactly the frames the in-process backends show
     # 8 frames at 4 fps from a 16-frame, 4 fps file: sent at the sampled rate, 2 fps.
     assert probe_video(path).fps == pytest.approx(2.0)
-    yes = {t: -1.0 for t in tokens.yes}
-    upstream.reply = lambda b: completion(expected, logprobs={**yes, **{t: -2.0 for t in tokens.no}})
+    yes_ids, no_ids = tokens.by_answer
+    yes = {t: -1.0 for t in yes_ids}
+    upstream.reply = lambda b: completion(expected, logprobs={**yes, **{t: -2.0 for t in no_ids}})
     answer = backend.generate([job(sample_mp4)])[0]
     assert isinstance(answer, ProbabilityAnswer) and answer.answer == "yes"
     assert answer.probability == pytest.approx(1 / (1 + 2.718281828459045**-1))
@@ -152,7 +153,7 @@ def test_primo_layout_sends_first_frame_video_last_frame(
 def test_a_resampling_upstream_is_caught_by_the_prompt_length(
     backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str
 ) -> None:
-    _, expected = backend.request_body(job(sample_mp4, "auto"))
+    _, [expected] = backend.request_body(job(sample_mp4, "auto"))
     upstream.reply = lambda b: completion(expected - 144, content="<answer>1</answer>")
     [error] = backend.generate([job(sample_mp4, "auto")])
     assert isinstance(error, RuntimeError) and f"the pinned frames make {expected}" in str(error)
@@ -164,7 +165,7 @@ def test_a_resampling_upstream_is_caught_by_the_prompt_length(
 def test_sampling_settings_reach_the_upstream_and_bad_ones_fail_alone(
     backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str
 ) -> None:
-    _, expected = backend.request_body(job(sample_mp4, "auto"))
+    _, [expected] = backend.request_body(job(sample_mp4, "auto"))
     upstream.reply = lambda b: completion(expected, content="ok")
     good, bad = backend.generate(
         [job(sample_mp4, "auto", max_tokens=7, seed=3), job(sample_mp4, "auto", top_p=5)]
@@ -187,3 +188,25 @@ def test_a_model_the_upstream_does_not_serve_fails_to_load(
     )
     with pytest.raises(ValueError, match="not 'nope'"):
         wrong.load()
+
+
+@pytest.mark.parametrize(
+    ("offset", "accepted"), [(0, True), (2, True), (1, False)], ids=["4.57", "5.x", "off"]
+)
+def test_a_qwen3_upstream_may_keep_the_outer_video_wrap(
+    tiny_qwen3_checkpoint: str, sample_mp4: str, offset: int, accepted: bool
+) -> None:
+    """Qwen3-VL: 32 px tokens and timestamps counted by its processor; an upstream on
+    transformers >= 5.10 reports 2 more tokens per video (the kept outer start/end pair)."""
+    upstream = Upstream(tiny_qwen3_checkpoint)
+    backend = OpenAICompatibleBackend(tiny_qwen3_checkpoint, base_url=upstream.base_url)
+    try:
+        backend.load()
+        _, counts = backend.request_body(job(sample_mp4, "auto"))
+        assert counts == (counts[0], counts[0] + 2)
+        upstream.reply = lambda b: completion(counts[0] + offset, content="<answer>1</answer>")
+        [answer] = backend.generate([job(sample_mp4, "auto")])
+        assert (answer == "<answer>1</answer>") is accepted, answer
+    finally:
+        backend.close()
+        upstream.httpd.shutdown()

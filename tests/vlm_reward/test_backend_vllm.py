@@ -540,7 +540,8 @@ def test_a_probability_job_asks_the_engine_for_the_answer_tokens_logprobs(
     loaded: QwenVllmBackend, fake_vllm: type[FakeAsyncLLM], sample_mp4: str, processor: Any
 ) -> None:
     tokens = AnswerTokens.from_tokenizer(processor.tokenizer)
-    fake_vllm.yes_ids = tokens.yes
+    yes_ids, no_ids = tokens.by_answer
+    fake_vllm.yes_ids = yes_ids
     job = replace(make_job(sample_mp4, temperature=0.7), score_mode="probability")
     [answer] = loaded.generate([job])
     [(request, params)] = fake_vllm.instances[0].requests
@@ -548,10 +549,10 @@ def test_a_probability_job_asks_the_engine_for_the_answer_tokens_logprobs(
     assert params.kwargs == {
         "max_tokens": 1,
         "temperature": 0.0,
-        "logprob_token_ids": sorted(tokens.yes | tokens.no),
+        "logprob_token_ids": sorted(yes_ids | no_ids),
         "output_kind": "final-only",
     }
-    assert len(tokens.yes) == len(tokens.no) == 6
+    assert len(yes_ids) == len(no_ids) == 6
     assert "Answer with one word: yes or no." in request["prompt"]
     # Six spellings at -1 against six at -2: P(yes) = 1 / (1 + e^-1).
     assert answer == ProbabilityAnswer(pytest.approx(1 / (1 + math.exp(-1))), "yes")

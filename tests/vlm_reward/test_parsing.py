@@ -8,6 +8,7 @@ server relies on: whatever the model writes, the parser either returns a finite 
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 import pytest
@@ -421,9 +422,45 @@ def test_normalize_number_numbers_only_raise_score_parse_error(value: float, mod
     try:
         score, raw = normalize_number(value, mode)
     except ScoreParseError:
-        assert not (0 <= value <= 1)  # a number in [0, 1] is a valid score in every mode
+        if mode == "rubric":  # a level: a whole number from 1 to 5
+            assert value not in (1, 2, 3, 4, 5)
+        else:  # a number in [0, 1] is a valid score in every other mode
+            assert not (0 <= value <= 1)
         return
     _assert_valid(score, raw)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ANSWER: 4", (0.75, 4.0)),
+        ("The cup is on the plate.\nANSWER: 5", (1.0, 5.0)),
+        ("answer:1", (0.0, 1.0)),
+        ("ANSWER: 2 ... ANSWER: 3", (0.5, 3.0)),
+        ("<answer>3</answer>", (0.5, 3.0)),
+        ("<think>maybe 5</think>ANSWER: 2", (0.25, 2.0)),
+    ],
+    ids=["plain", "after-reasoning", "lower-no-space", "last-wins", "answer-tags", "think-ignored"],
+)
+def test_rubric_reads_answer_n_as_n_minus_1_over_4(text: str, expected: tuple[float, float]) -> None:
+    parsed = parse_score(text, "rubric")
+    assert (parsed.score, parsed.raw_value) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("ANSWER: 6", "6 is not a rubric level"),
+        ("ANSWER: 2.5", "2.5 is not a rubric level"),
+        ("ANSWER: 0", "0 is not a rubric level"),
+        ("80%", "not a fraction or a percentage"),
+        ("yes", "no 'ANSWER: n' with n from 1 to 5"),
+    ],
+    ids=["above-5", "not-whole", "zero", "percentage", "verdict-word"],
+)
+def test_rubric_rejects_what_is_not_a_level(text: str, reason: str) -> None:
+    with pytest.raises(ScoreParseError, match=re.escape(reason)):
+        parse_score(text, "rubric")
 
 
 @PROPERTY_SETTINGS

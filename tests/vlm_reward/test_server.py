@@ -153,7 +153,7 @@ BAD_REQUESTS = [
         _plus(score_mode="decimal"),
         422,
         V422,
-        "'auto', 'percentage', 'unit' or 'probability'",
+        "'auto', 'percentage', 'unit', 'rubric' or 'probability'",
     ),
     _bad(
         "mode-the-backend-cannot-serve",

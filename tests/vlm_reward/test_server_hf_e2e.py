@@ -91,3 +91,26 @@ def test_health_and_backends_report_the_loaded_model(served) -> None:
     assert requests.get(server.url("/health"), timeout=5).status_code == 200
     backends = requests.get(server.url("/backends"), timeout=5).json()
     assert backends["default"] == "qwen2_5_vl_hf" and "qwen2_5_vl_hf" in backends["loaded"]
+
+
+# The "roboreward" preset in probability mode: the expected 1-5 level after "ANSWER: ",
+# mapped by (n - 1) / 4, and the likeliest level.
+PINNED_RUBRIC = {"qwen2_5_vl": (0.47169, "1"), "qwen3_vl": (0.48569, "1")}
+
+
+def test_roboreward_preset_reads_the_five_levels_after_answer(served, family: str) -> None:
+    server, video = served
+    body = _request(video, backend_kwargs={"prompt": "roboreward"})
+    response = requests.post(server.endpoint, json=body, timeout=120)
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    assert (reply["score"], reply["answer"]) == (pytest.approx(PINNED_RUBRIC[family][0], abs=1e-4), "1")
+    assert reply["score"] == reply["probability"]
+
+
+def test_roboreward_preset_refuses_a_text_mode_that_would_misread_it(served) -> None:
+    server, video = served
+    body = _request(video, score_mode="auto", backend_kwargs={"prompt": "roboreward"})
+    response = requests.post(server.endpoint, json=body, timeout=120)
+    assert response.status_code == 400, response.text
+    assert "read in score_mode 'rubric' or 'probability', not 'auto'" in response.json()["error"]["message"]

@@ -59,8 +59,9 @@ class JobCancelledError(RuntimeError):
 class ProbabilityAnswer:
     """An answer read from the model's distribution (``score_mode`` "probability"), not its text.
 
-    ``probability`` is P(yes) / (P(yes) + P(no)) at the first answer position
-    (:func:`vlm_reward.probability.yes_probability`); ``answer`` is the likelier word.
+    ``probability`` is the expected score of the preset's answer scale at the first answer
+    position (:func:`vlm_reward.probability.expected_score`; yes/no: P(yes) / (P(yes) + P(no))),
+    ``answer`` the likeliest answer word.
     """
 
     probability: float

@@ -1,8 +1,8 @@
-"""Score mode "probability" for the Qwen2.5-VL backends: from next-token log-probabilities to an answer.
+"""Score mode "probability" for the Qwen-VL backends: from next-token log-probabilities to an answer.
 
-The arithmetic is :mod:`vlm_reward.probability`'s; this is what both Qwen backends share
-around it: which tokens to read (found once per tokenizer at load), what to ask vLLM for,
-and the answer a backend returns.
+The arithmetic is :mod:`vlm_reward.probability`'s; this is what the Qwen backends share
+around it: which tokens to read for each answer scale (found once per tokenizer at load),
+what to ask vLLM for, and the answer a backend returns.
 """
 
 from __future__ import annotations
@@ -11,33 +11,41 @@ from collections.abc import Mapping
 from typing import Any
 
 from vlm_reward.backends.base import ProbabilityAnswer
-from vlm_reward.probability import AnswerTokens, yes_probability
+from vlm_reward.probability import ANSWER_SCALES, AnswerScale, AnswerTokens, expected_score
+
+# Scale name -> its answer tokens, or why this tokenizer has none (raised per probability job).
+ScaleTokens = Mapping[str, AnswerTokens | ValueError]
 
 
-def answer_tokens_or_error(tokenizer: Any) -> AnswerTokens | ValueError:
-    """The tokenizer's "yes"/"no" tokens, or why there are none (kept, raised per probability job).
+def answer_tokens_or_error(tokenizer: Any) -> dict[str, AnswerTokens | ValueError]:
+    """Each answer scale's tokens in ``tokenizer``, or why there are none.
 
-    A checkpoint without single-token spellings can still serve the text modes.
+    A checkpoint without single-token spellings of one scale can still serve the text
+    modes and the other scales.
     """
-    try:
-        return AnswerTokens.from_tokenizer(tokenizer)
-    except ValueError as exc:
-        return exc
+    found: dict[str, AnswerTokens | ValueError] = {}
+    for name, scale in ANSWER_SCALES.items():
+        try:
+            found[name] = AnswerTokens.from_tokenizer(tokenizer, scale)
+        except ValueError as exc:
+            found[name] = exc
+    return found
 
 
-def require_answer_tokens(tokens: AnswerTokens | ValueError | None, backend: str) -> AnswerTokens:
-    """``tokens``, or the ``ValueError`` (400) saying this checkpoint cannot judge by probability."""
+def require_answer_tokens(tokens: ScaleTokens | None, scale: AnswerScale, backend: str) -> AnswerTokens:
+    """The tokens of ``scale``, or the ``ValueError`` (400) saying this checkpoint cannot read it."""
     if tokens is None:
         raise RuntimeError(f"backend {backend!r} is not loaded; call load() first.")
-    if isinstance(tokens, ValueError):
-        raise ValueError(f"score_mode 'probability' is not available with this checkpoint: {tokens}")
-    return tokens
+    found = tokens[scale.name]
+    if isinstance(found, ValueError):
+        raise ValueError(f"score_mode 'probability' is not available with this checkpoint: {found}")
+    return found
 
 
 def probability_answer(logprobs: Mapping[int, float], tokens: AnswerTokens) -> ProbabilityAnswer:
-    """The answer for next-token ``logprobs``; ``NoAnswerMassError`` if neither word has mass."""
-    probability = yes_probability(logprobs, tokens)
-    return ProbabilityAnswer(probability, "yes" if probability >= 0.5 else "no")
+    """The answer for next-token ``logprobs``; ``NoAnswerMassError`` if no answer has mass."""
+    score, answer = expected_score(logprobs, tokens)
+    return ProbabilityAnswer(score, answer)
 
 
 def probability_sampling(tokens: AnswerTokens) -> dict[str, Any]:

@@ -48,7 +48,12 @@ from typing import Any, ClassVar
 from vlm_reward.backends.async_base import AsyncRewardBackend
 from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
 from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
-from vlm_reward.backends.judging import answer_tokens_or_error, probability_answer, require_answer_tokens
+from vlm_reward.backends.judging import (
+    ScaleTokens,
+    answer_tokens_or_error,
+    probability_answer,
+    require_answer_tokens,
+)
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
     job_clip,
@@ -57,6 +62,7 @@ from vlm_reward.backends.qwen_vision import (
     qwen_frame_indices,
 )
 from vlm_reward.backends.vllm_settings import REQUEST_KEYS, sampling_params_kwargs
+from vlm_reward.model_family import ModelFamily
 from vlm_reward.probability import AnswerTokens
 from vlm_reward.prompts import ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
@@ -84,12 +90,22 @@ def check_kwargs(kwargs: Mapping[str, Any], *, per_request: bool) -> None:
 
 
 def expected_prompt_tokens(processor: Any, text: str, vision: VisionInputs) -> int:
-    """The prompt length the upstream must report: ``text`` with each vision placeholder
-    expanded by the checkpoint's processor for these pixels (what the in-process backends
-    feed the model)."""
+    """The prompt length of ``text`` with each vision placeholder expanded by the checkpoint's
+    processor for these pixels (what the in-process transformers backend feeds the model)."""
     from vlm_reward.backends.qwen2_5_vl_hf import processor_inputs
 
     return int(processor_inputs(processor, [text], [vision])["input_ids"].shape[1])
+
+
+def accepted_prompt_tokens(expected: int, vision: VisionInputs, family: ModelFamily) -> tuple[int, ...]:
+    """The prompt lengths an upstream that saw exactly these frames may report.
+
+    ``expected`` is this process's count (transformers 4.57 here); an upstream on
+    transformers >= 5.10 keeps ``family.kept_video_wrap_tokens`` more per video (Qwen3-VL:
+    the outer vision start/end pair), which says nothing about the frames it saw.
+    """
+    extra = family.kept_video_wrap_tokens * len(vision.videos)
+    return (expected, expected + extra) if extra else (expected,)
 
 
 def _data_url(mime: str, data: bytes) -> str:
@@ -168,7 +184,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         self._prompts = ServerPrompts(self.default_preset, sampling_keys)
         self._client: Any = None
         self._processor: Any = None
-        self._answer_tokens: AnswerTokens | ValueError | None = None
+        self._answer_tokens: ScaleTokens | None = None
 
     async def load_async(self) -> None:
         """Load the processor, open the connection pool, and check the upstream serves the model."""
@@ -198,48 +214,62 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         check_kwargs(backend_kwargs, per_request=True)
         return int({**self._sampling, **sampling_params_kwargs(backend_kwargs)}["max_tokens"])
 
-    def request_body(self, job: ScoreJob) -> tuple[dict[str, Any], int]:
-        """The chat request for ``job`` and the prompt length the upstream must report."""
+    def request_body(self, job: ScoreJob) -> tuple[dict[str, Any], tuple[int, ...]]:
+        """The chat request for ``job`` and the prompt lengths the upstream may report
+        (:func:`accepted_prompt_tokens`; the first is this process's own count).
+
+        In probability mode a preset with an answer prefix ("ANSWER: ") sends it as the start
+        of the assistant's turn, continued by the upstream (vLLM's ``continue_final_message``).
+        """
         check_kwargs(job.backend_kwargs, per_request=True)
         mode = job.score_mode or self.default_score_mode
         spec = self._prompts.for_job(mode, job.backend_kwargs)
+        family = self.require_family()
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
-        vision = load_vision_inputs(messages, clip, self.require_family())
+        vision = load_vision_inputs(messages, clip, family)
         text = self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        expected = expected_prompt_tokens(self._processor, text, vision)
         body: dict[str, Any] = {
             "model": self.served_model_name,
             "messages": openai_messages(messages, vision),
             **{**self._sampling, **sampling_params_kwargs(job.backend_kwargs)},
         }
         if mode == "probability":
-            tokens = require_answer_tokens(self._answer_tokens, self.name)
+            tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
             body.update(max_tokens=1, temperature=0.0, logprobs=True, return_tokens_as_token_ids=True)
             body["logprob_token_ids"] = tokens.ids
-        return body, expected
+            if spec.answer_prefix:
+                body["messages"].append({"role": "assistant", "content": spec.answer_prefix})
+                body.update(continue_final_message=True, add_generation_prompt=False)
+                text += spec.answer_prefix
+        expected = expected_prompt_tokens(self._processor, text, vision)
+        return body, accepted_prompt_tokens(expected, vision, family)
+
+    def _answer_tokens_of(self, job: ScoreJob) -> AnswerTokens:
+        spec = self._prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
+        return require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
 
     async def generate_one(self, job: ScoreJob) -> str | ProbabilityAnswer:
         """One chat request upstream; cancelling this coroutine closes it (vLLM then aborts)."""
         if self._client is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
-        body, expected = await asyncio.to_thread(self.request_body, job)
+        body, accepted = await asyncio.to_thread(self.request_body, job)
         response = await self._client.post("/chat/completions", json=body)
         if response.status_code != 200:
             raise RuntimeError(f"the upstream answered {response.status_code}: {response.text[:500]}")
         reply = response.json()
         reported = reply.get("usage", {}).get("prompt_tokens")
-        if self.check_prompt_tokens and reported != expected:
+        if self.check_prompt_tokens and reported not in accepted:
             raise RuntimeError(
-                f"the upstream's prompt has {reported} tokens, the pinned frames make {expected}: it did "
+                f"the upstream's prompt has {reported} tokens, the pinned frames make "
+                f"{' or '.join(map(str, accepted))}: it did "
                 "not see the frames sent (a resampled video?); start vllm serve with "
                 f"--media-io-kwargs '{VLLM_SERVE_MEDIA_IO_KWARGS}'."
             )
         logger.info("upstream prompt_tokens=%s", reported)
         choice = reply["choices"][0]
         if "logprob_token_ids" in body:
-            tokens = require_answer_tokens(self._answer_tokens, self.name)
-            return probability_answer(answer_logprobs(choice), tokens)
+            return probability_answer(answer_logprobs(choice), self._answer_tokens_of(job))
         return choice["message"]["content"] or ""
 
     async def close_async(self) -> None:

@@ -58,7 +58,12 @@ from vlm_reward.backends.hf_generation import (
     limit_cpu_threads,
     torch_dtype,
 )
-from vlm_reward.backends.judging import answer_tokens_or_error, probability_answer, require_answer_tokens
+from vlm_reward.backends.judging import (
+    ScaleTokens,
+    answer_tokens_or_error,
+    probability_answer,
+    require_answer_tokens,
+)
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
     job_clip,
@@ -108,6 +113,7 @@ class _PreparedJob:
     text: str
     vision: VisionInputs
     settings: GenerationSettings
+    tokens: AnswerTokens | None  # the answer tokens read in probability mode, else None
 
 
 @register_backend
@@ -128,7 +134,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         self._model: Any = None
         self._processor: Any = None
         self._checkpoint_budget: int | None = None
-        self._answer_tokens: AnswerTokens | ValueError | None = None
+        self._answer_tokens: ScaleTokens | None = None
 
     def load(self) -> None:
         """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install.
@@ -191,8 +197,8 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
             except Exception as exc:  # one bad job must not fail its batch-mates
                 results[slot] = exc
                 continue
-            probability = (job.score_mode or self.default_score_mode) == "probability"
-            groups.setdefault("probability" if probability else prepared.settings, []).append(prepared)
+            key = "probability" if prepared.tokens is not None else prepared.settings
+            groups.setdefault(key, []).append(prepared)
         for key, group in groups.items():
             try:
                 answers = self._judge(group) if key == "probability" else self._run(group, key)
@@ -203,16 +209,17 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         return results
 
     def _prepare(self, slot: int, job: ScoreJob) -> _PreparedJob:
+        """Prompt, pixels and settings of one job; in probability mode the prompt ends with the
+        preset's answer prefix (the answer tokens are read right after it)."""
         spec, settings = self.job_settings(job)
+        tokens = None
+        if (job.score_mode or self.default_score_mode) == "probability":
+            tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
-        return _PreparedJob(
-            slot,
-            job,
-            render_prompt(self._processor, messages),
-            load_vision_inputs(messages, clip, self.require_family()),
-            settings,
-        )
+        text = render_prompt(self._processor, messages) + (spec.answer_prefix if tokens else "")
+        vision = load_vision_inputs(messages, clip, self.require_family())
+        return _PreparedJob(slot, job, text, vision, settings, tokens)
 
     def _model_inputs(self, group: list[_PreparedJob]) -> Any:
         inputs = processor_inputs(self._processor, [p.text for p in group], [p.vision for p in group])
@@ -224,17 +231,23 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         return inputs
 
     def _judge(self, group: list[_PreparedJob]) -> list[ProbabilityAnswer]:
-        """P(yes) of each job from one forward pass: the next-token distribution after its prompt.
+        """Each job's expected answer score from one forward pass: the next-token distribution
+        after its prompt, read at its preset's answer tokens (yes/no: P(yes)).
 
         Left padding puts every prompt's end at the last position.
         """
         import torch
 
-        tokens = require_answer_tokens(self._answer_tokens, self.name)
         with torch.inference_mode():
             logits = self._model(**self._model_inputs(group)).logits[:, -1, :]
-        logprobs = torch.log_softmax(logits.float(), dim=-1)[:, tokens.ids].tolist()
-        return [probability_answer(dict(zip(tokens.ids, row, strict=True)), tokens) for row in logprobs]
+        rows = torch.log_softmax(logits.float(), dim=-1)
+        answers = []
+        for prepared, row in zip(group, rows, strict=True):
+            ids = prepared.tokens.ids
+            answers.append(
+                probability_answer(dict(zip(ids, row[ids].tolist(), strict=True)), prepared.tokens)
+            )
+        return answers
 
     def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:
         import torch

@@ -74,6 +74,7 @@ from vlm_reward.backends.async_base import AsyncRewardBackend
 from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
 from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.judging import (
+    ScaleTokens,
     answer_tokens_or_error,
     probability_answer,
     probability_sampling,
@@ -82,7 +83,6 @@ from vlm_reward.backends.judging import (
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.backends.vllm_settings import check_backend_kwargs, engine_kwargs, sampling_params_kwargs
 from vlm_reward.model_family import ModelFamily
-from vlm_reward.probability import AnswerTokens
 from vlm_reward.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
@@ -92,9 +92,10 @@ logger = logging.getLogger(__name__)
 
 
 def build_vllm_request(
-    spec: PromptSpec, job: ScoreJob, processor: Any, family: ModelFamily
+    spec: PromptSpec, job: ScoreJob, processor: Any, family: ModelFamily, prefix: str = ""
 ) -> dict[str, Any]:
-    """One ``llm.generate`` prompt dict for ``job``: chat text, frames, processor kwargs.
+    """One ``llm.generate`` prompt dict for ``job``: chat text (then ``prefix``, the start of
+    the assistant's answer), frames, processor kwargs.
 
     ``processor`` is anything with the checkpoint's chat template ``apply_chat_template``
     (the HF processor, or its tokenizer). The frames are the job's clip (decoded once by the
@@ -104,7 +105,7 @@ def build_vllm_request(
     """
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
-    prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + prefix
     vision = load_vision_inputs(messages, clip, family)
     mm_data: dict[str, Any] = {"video": list(zip(vision.videos, vision.video_metadata, strict=True))}
     if vision.images:
@@ -150,7 +151,7 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         self._vllm: Any = None
         self._engine: Any = None
         self._processor: Any = None
-        self._answer_tokens: AnswerTokens | ValueError | None = None
+        self._answer_tokens: ScaleTokens | None = None
 
     async def load_async(self) -> None:
         """Start vLLM's async engine and load the processor whose chat template builds prompts."""
@@ -169,13 +170,16 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         """The prompt and SamplingParams kwargs for ``job``: server settings plus its overrides.
 
         In score_mode "probability" the SamplingParams are :func:`probability_sampling`'s
-        (one step, the answer tokens' log-probabilities), whatever the sampling settings.
+        (one step, the log-probabilities of the preset's answer tokens), whatever the
+        sampling settings.
         """
         mode, overrides = job.score_mode or self.default_score_mode, job.backend_kwargs
         sampling = self.sampling(overrides)  # validates the request's kwargs in either mode
+        spec = self._prompts.for_job(mode, overrides)
         if mode == "probability":
-            sampling = probability_sampling(require_answer_tokens(self._answer_tokens, self.name))
-        return self._prompts.for_job(mode, overrides), sampling
+            tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
+            sampling = probability_sampling(tokens)
+        return spec, sampling
 
     def sampling(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """SamplingParams kwargs: the server's, with a request's ``backend_kwargs`` applied."""
@@ -200,8 +204,10 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         if self._engine is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
         spec, sampling = self.job_settings(job)
+        probability = "logprob_token_ids" in sampling
+        prefix = spec.answer_prefix if probability else ""
         request = await asyncio.to_thread(
-            build_vllm_request, spec, job, self._processor, self.require_family()
+            build_vllm_request, spec, job, self._processor, self.require_family(), prefix
         )
         final_only = self._vllm.sampling_params.RequestOutputKind.FINAL_ONLY
         params = self._vllm.SamplingParams(**sampling, output_kind=final_only)
@@ -223,10 +229,10 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
             len(completion.token_ids),
             completion.finish_reason,
         )
-        if "logprob_token_ids" not in sampling:
+        if not probability:
             return completion.text
         [first_step] = completion.logprobs  # one step: the first answer position
-        tokens = require_answer_tokens(self._answer_tokens, self.name)
+        tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
         return probability_answer({token: lp.logprob for token, lp in first_step.items()}, tokens)
 
     async def close_async(self) -> None:
