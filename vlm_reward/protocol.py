@@ -120,7 +120,10 @@ class ScoreResponse(BaseModel):
     answer: str | None = Field(description="Text of the model's <answer> (or the whole answer).")
     think: str | None = Field(description="Text of the model's <think> block, if any.")
     probability: float | None = Field(
-        default=None, ge=0.0, le=1.0, description="score_mode probability: the expected score of the answer scale (yes/no: P(yes))."
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="score_mode probability: the expected score of the answer scale (yes/no: P(yes)).",
     )
     backend: str = Field(description="Canonical backend name (aliases resolved).")
     model: str = Field(description="Model name (directory name of a local checkpoint).")
