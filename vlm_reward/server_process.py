@@ -15,7 +15,10 @@ output in a log file, and it only uses the standard library, so it works whereve
   vLLM venv does not install ``vlm_reward``), and a benchmark can run an older checkout.
 - A server that exits, or whose ``/health`` never gets where the caller waits for it, is
   stopped and reported with :class:`ServerStartError`, which names the log file: no caller
-  leaves a process behind because its start failed.
+  leaves a process behind because its start failed. A start that failed is reported as
+  soon as it shows, with the server's own sentence: an exit (a missing model path ends the
+  server before it listens) quotes its log's ``error:`` line, and a ``/health`` 503
+  ``backend_load_failed`` (the weights will never load) its message.
 """
 
 from __future__ import annotations
@@ -150,6 +153,27 @@ def stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> int:
     return proc.returncode
 
 
+def failure_reason(log: str) -> str | None:
+    """Why a server that exited did not start, from its log: the last ``error:`` line's text
+    (argparse's, e.g. a model path that does not exist), else its last line."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "error: " in line:
+            return line.split("error: ", 1)[1]
+    return lines[-1] if lines else None
+
+
+def load_failure(reply: HealthReply) -> str | None:
+    """The message of a ``/health`` reply saying the backend failed to load (it never will)."""
+    if reply.status_code != 503:
+        return None
+    try:
+        error = reply.json().get("error", {})
+    except (ValueError, AttributeError):
+        return None
+    return error.get("message") if error.get("type") == "backend_load_failed" else None
+
+
 class RewardServerProcess:
     """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process, its log in a file.
 
@@ -227,12 +251,17 @@ class RewardServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                reason = failure_reason(self.log())
                 raise ServerStartError(
-                    f"the reward server exited with {self.proc.returncode}; see {self.log_path}"
+                    f"the reward server exited with {self.proc.returncode}"
+                    f"{f': {reason}' if reason else ''}; see {self.log_path}"
                 )
             reply = probe_health(self.url("/health"), cafile=self.certfile)
             if reply is not None and predicate(reply):
                 return reply
+            if reply is not None and (failed := load_failure(reply)) is not None:
+                self.stop()  # it would answer 503 forever: report the reason now, not at the timeout
+                raise ServerStartError(f"{failed}; see {self.log_path}")
             time.sleep(0.05)
         self.stop()
         raise ServerStartError(f"the reward server was not {state} after {timeout:g} s; see {self.log_path}")

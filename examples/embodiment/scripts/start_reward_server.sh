@@ -41,18 +41,27 @@ echo "[reward-server] pid $PID ($PYTHON), log $LOG_FILE; waiting for http://$HOS
 deadline=$((SECONDS + WAIT_S))
 while true; do
   if ! kill -0 "$PID" 2>/dev/null; then
-    echo "[reward-server] exited before becoming ready; last log lines:" >&2
+    # The server's own sentence first (e.g. a model path that does not exist), then context.
+    reason="$(grep -h 'error: ' "$LOG_FILE" | tail -n 1 | sed 's/.*error: //')"
+    echo "[reward-server] exited before becoming ready${reason:+: $reason}; last log lines:" >&2
     tail -n 20 "$LOG_FILE" >&2
     exit 1
   fi
-  status="$("$PYTHON" -c 'import sys, urllib.request, urllib.error
+  # Prints the /health status; for a backend that failed to load (it never will), also its reason.
+  status="$("$PYTHON" -c 'import json, sys, urllib.request, urllib.error
 try:
     print(urllib.request.urlopen(sys.argv[1], timeout=5).status)
 except urllib.error.HTTPError as e:
-    print(e.code)
+    error = json.loads(e.read() or b"{}").get("error", {}) if e.code == 503 else {}
+    print(e.code, error["message"] if error.get("type") == "backend_load_failed" else "")
 except Exception:
-    print(0)' "http://$HOST:$PORT/health")"
+    print(0)' "http://$HOST:$PORT/health" 2>/dev/null || echo 0)"
   if [ "$status" = "200" ]; then break; fi
+  if [ "${status#503 }" != "$status" ] && [ -n "${status#503 }" ]; then
+    echo "[reward-server] ${status#503 }; see $LOG_FILE" >&2
+    kill "$PID"
+    exit 1
+  fi
   if [ $SECONDS -ge $deadline ]; then
     echo "[reward-server] not ready after ${WAIT_S} s (last /health status: $status); see $LOG_FILE" >&2
     kill "$PID"
