@@ -18,8 +18,8 @@ per process and only when something first imports ``prismatic``:
 
 Either way ``prismatic.extern.hf.modeling_prismatic`` is fixed for the installed transformers by
 :mod:`rlinf._prismatic_compat` right after it loads. The choice is printed once to stderr (so the
-run log says which source was used). With neither installed, ``import prismatic`` raises an
-``ImportError`` that gives the install commands.
+run log says which source was used). With neither installed, ``import prismatic`` raises a
+``ModuleNotFoundError`` that gives the install commands.
 
 :func:`install` puts the finder first on ``sys.meta_path``; ``rlinf/__init__.py`` calls it, so every
 process that imports rlinf (Ray workers included) has it, with no ``RLINF_EXT_MODULE`` needed.
@@ -69,9 +69,10 @@ def locate() -> PrismaticSource:
     vendored = os.path.join(root, *VENDORED.split(".")[1:]) if root else None
     if vendored is None or not os.path.isdir(vendored):
         found = f"; the installed `prismatic` at {installed} is another package" if installed else ""
-        raise ImportError(
+        raise ModuleNotFoundError(  # an ImportError, as for any missing module, with the fix in it
             f"RLinf's OpenVLA-OFT needs openvla-oft's `prismatic`, which is not installed{found}. "
-            f"Install the copy vendored on PyPI: `{INSTALL_HINT}` (scripts/setup.sh does this)."
+            f"Install the copy vendored on PyPI: `{INSTALL_HINT}` (scripts/setup.sh does this).",
+            name=ALIAS,
         )
     note = (
         f"the installed `prismatic` at {installed} is not openvla-oft's, so it is shadowed"
