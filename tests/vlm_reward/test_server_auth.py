@@ -215,3 +215,10 @@ def test_binding_beyond_loopback_needs_a_key(
 )
 def test_is_loopback(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+def test_a_literal_upstream_key_in_backend_kwargs_is_refused() -> None:
+    from vlm_reward.backends.openai_compatible import OpenAICompatibleBackend
+
+    with pytest.raises(ValueError, match="export OPENAI_API_KEY"):
+        OpenAICompatibleBackend("m", base_url="http://127.0.0.1:1/v1", api_key="sk-literal")

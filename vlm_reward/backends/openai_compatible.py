@@ -30,9 +30,11 @@ text modes read ``choices[0].message.content``. Cancelling a job closes its HTTP
 which vLLM's server turns into an abort.
 
 Server-wide ``backend_kwargs``: ``base_url`` (required, e.g. ``http://gpu-box:8000/v1``),
-``served_model_name``, ``api_key`` (default: ``$OPENAI_API_KEY`` if set), ``timeout``
-(seconds, 600), ``check_prompt_tokens`` (true). Sampling and prompt keys as
-:mod:`vlm_reward.backends.vllm_settings` documents, server-wide or per request.
+``served_model_name``, ``timeout`` (seconds, 600), ``check_prompt_tokens`` (true). The
+upstream's key comes from ``$OPENAI_API_KEY`` only: a literal ``api_key`` here is refused, since
+``--backend-kwargs`` shows in ``ps`` and is copied into an evaluation's ``settings.json``.
+Sampling and prompt keys as :mod:`vlm_reward.backends.vllm_settings` documents, server-wide
+or per request.
 """
 
 from __future__ import annotations
@@ -173,12 +175,17 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
 
     def __init__(self, model: str, **backend_kwargs: Any) -> None:
         super().__init__(model, **backend_kwargs)
+        if "api_key" in backend_kwargs:
+            raise ValueError(
+                "backend_kwargs 'api_key' is refused: --backend-kwargs shows in ps and is saved in an "
+                "evaluation's settings.json; export OPENAI_API_KEY for the reward server instead."
+            )
         check_kwargs(backend_kwargs, per_request=False)
         self.base_url = backend_kwargs["base_url"].rstrip("/")
         self.served_model_name = backend_kwargs.get("served_model_name", model)
         self.timeout = float(backend_kwargs.get("timeout", 600.0))
         self.check_prompt_tokens = bool(backend_kwargs.get("check_prompt_tokens", True))
-        self._api_key = backend_kwargs.get("api_key", os.environ.get("OPENAI_API_KEY"))
+        self._api_key = os.environ.get("OPENAI_API_KEY")
         sampling_keys = {k: v for k, v in backend_kwargs.items() if k not in CONNECTION_KEYS}
         self._sampling = {**self.sampling_defaults, **sampling_params_kwargs(sampling_keys)}
         self._prompts = ServerPrompts(self.default_preset, sampling_keys)

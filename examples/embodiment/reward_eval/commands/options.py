@@ -106,6 +106,14 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         "--server-kwargs", type=json_object, default={}, help="local server --backend-kwargs (JSON object)"
     )
     server.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the --endpoint server's API key (the key itself is never an option)",
+    )
+    server.add_argument(
+        "--ca-bundle", metavar="PATH", help="PEM bundle verifying an https --endpoint (default: the system's)"
+    )
+    server.add_argument(
         "--server-start-timeout",
         type=positive_float,
         default=300.0,
@@ -195,6 +203,9 @@ def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
         "timeout": args.request_timeout,
         "send_video_inline": args.send_video_inline,
         "fail_on_request_error": False,  # a failed call is data here (fallback, counted)
+        # the variable's name, never the key: the block is saved with the run's settings
+        "api_key_env": getattr(args, "api_key_env", None),
+        "ca_bundle": getattr(args, "ca_bundle", None),
     }
     for key, value in (
         ("success_threshold", args.threshold),
