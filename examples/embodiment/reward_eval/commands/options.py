@@ -4,10 +4,12 @@ The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a ser
 is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
 stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
 vLLM, see :mod:`vlm_reward.runtime`).
-With a Qwen2.5-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
-``--model`` the tiny random-weight checkpoint is built offline into the run dir, and the
-settings say ``random_model: true``: its scores mean nothing, the run only shows that every
-stage works. :mod:`.judge` turns them into the endpoint a command scores against.
+With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
+``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
+``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
+``random_model: true``: its scores mean nothing, the run only shows that every stage works.
+``--model`` takes a checkpoint of any supported family (its config.json decides).
+:mod:`.judge` turns them into the endpoint a command scores against.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from vlm_reward.backends import canonical_name
+from vlm_reward.model_family import FAMILIES, QWEN2_5_VL
 from vlm_reward.protocol import SCORE_MODES
 from vlm_reward.runtime import server_python
+from vlm_reward.tiny_families import TINY_FAMILIES
 
-# The backends that can run the offline tiny checkpoint (all are Qwen2.5-VL), canonical names.
+# The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
 TINY_BACKENDS = ("qwen2_5_vl_hf", "qwen2_5_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
-LOCAL_ONLY = ("model", "plugin", "server_kwargs")  # options that configure a server we start
+# Options that configure a server we start.
+LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
 ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint
 
 
@@ -100,6 +105,11 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         help=f"checkpoint of the local server (with {', '.join(TINY_BACKENDS)}: default the tiny random one)",
     )
     server.add_argument(
+        "--tiny-family",
+        choices=sorted(TINY_FAMILIES),
+        help=f"family of the tiny checkpoint built without --model (default {QWEN2_5_VL.model_type})",
+    )
+    server.add_argument(
         "--plugin", action="append", default=[], metavar="MODULE", help="local server --plugin"
     )
     server.add_argument(
@@ -163,6 +173,8 @@ def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namesp
             parser.error(f"{', '.join(given)} only configure a local server; drop them or --endpoint.")
         return
     args.backend = args.backend or DEFAULT_LOCAL_BACKEND
+    if args.model is not None and args.tiny_family is not None:
+        parser.error("--tiny-family picks the tiny checkpoint built when no --model is given; drop one.")
     if args.model is None and not has_tiny_model(args.backend):
         parser.error(
             f"--backend {args.backend} needs --model (only {', '.join(TINY_BACKENDS)} have a built-in "
@@ -188,9 +200,11 @@ def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, 
         return None, False  # the server's own model; we cannot know it
     if args.model is not None:
         return args.model, False
-    from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+    from vlm_reward.tiny_checkpoint import build_tiny_checkpoint
 
-    return str(build_tiny_qwen2_5_vl(run_dir / "tiny-qwen2.5-vl")), True
+    family = FAMILIES[args.tiny_family or QWEN2_5_VL.model_type]
+    path = build_tiny_checkpoint(run_dir / f"tiny-{family.name.lower()}", family.model_type)
+    return str(path), True
 
 
 def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
