@@ -32,6 +32,7 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -133,7 +134,9 @@ class PrismaticFinder(importlib.abc.MetaPathFinder):
             print(f"[rlinf overlay] {self.source.describe()}", file=sys.stderr, flush=True)
         return self.source
 
-    def find_spec(self, fullname: str, path=None, target=None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname == ALIAS or fullname.startswith(ALIAS + "."):
             source = self._choose()
             if source.kind == "openvla-oft":
@@ -151,7 +154,7 @@ class PrismaticFinder(importlib.abc.MetaPathFinder):
             spec.submodule_search_locations = [self._directory(target)]
         return spec
 
-    def _vendored(self, fullname: str, path) -> importlib.machinery.ModuleSpec | None:
+    def _vendored(self, fullname: str, path: Sequence[str] | None) -> importlib.machinery.ModuleSpec | None:
         directory = self._directory(fullname)
         if os.path.isdir(directory):  # a package on the way: bare, its __init__ not run
             spec = importlib.machinery.ModuleSpec(fullname, _BarePackage(), is_package=True)
@@ -159,7 +162,9 @@ class PrismaticFinder(importlib.abc.MetaPathFinder):
             return spec
         return self._with_compat(fullname, fullname[len(VENDORED) + 1 :], path)
 
-    def _with_compat(self, fullname: str, leaf: str, path) -> importlib.machinery.ModuleSpec | None:
+    def _with_compat(
+        self, fullname: str, leaf: str, path: Sequence[str] | None
+    ) -> importlib.machinery.ModuleSpec | None:
         """The ordinary spec, with the compat fix wrapped around the one module that needs it."""
         if leaf.removeprefix(ALIAS + ".") != COMPAT_LEAF:
             return None  # the ordinary path finder loads it
@@ -175,7 +180,7 @@ class PrismaticFinder(importlib.abc.MetaPathFinder):
         prefix = VENDORED.split(".")
         if len(parts) >= len(prefix):
             return os.path.join(source.path, *parts[len(prefix) :])
-        return os.path.join(source.path, *([os.pardir] * (len(prefix) - len(parts))))
+        return os.path.normpath(os.path.join(source.path, *([os.pardir] * (len(prefix) - len(parts)))))
 
 
 def _within(name: str, package: str) -> bool:
