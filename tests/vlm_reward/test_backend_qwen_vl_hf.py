@@ -16,8 +16,8 @@ import pytest
 
 from vlm_reward.backends import JobCancelledError, ProbabilityAnswer, ScoreJob, resolve_backend
 from vlm_reward.backends.hf_generation import INSTALL_HINT, GenerationSettings, generation_settings
-from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
+from vlm_reward.backends.qwen_vl_hf import QwenHFBackend, processor_inputs, render_prompt
 from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
 from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
 
@@ -64,7 +64,7 @@ def messages_of(spec: PromptSpec, job: ScoreJob) -> list[dict[str, Any]]:
 
 
 def test_registered_under_its_name() -> None:
-    assert resolve_backend("qwen2_5_vl_hf") is QwenHFBackend
+    assert resolve_backend("qwen_vl_hf") is resolve_backend("qwen2_5_vl_hf") is QwenHFBackend
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ import pytest
 
 from vlm_reward.backends import ProbabilityAnswer, ScoreJob, backend_aliases, canonical_name, resolve_backend
 from vlm_reward.backends.primo_r1_vllm import PrimoR1VllmBackend
-from vlm_reward.backends.qwen2_5_vl_vllm import INSTALL_HINT, QwenVllmBackend, build_vllm_request
+from vlm_reward.backends.qwen_vl_vllm import INSTALL_HINT, QwenVllmBackend, build_vllm_request
 from vlm_reward.backends.vllm_settings import (
     ENGINE_DEFAULTS,
     MM_LIMITS,
@@ -63,11 +63,12 @@ def make_job(video: str, **backend_kwargs: Any) -> ScoreJob:
 @pytest.mark.parametrize(
     ("name", "cls"),
     [
+        ("qwen_vl_vllm", QwenVllmBackend),
         ("qwen2_5_vl_vllm", QwenVllmBackend),
         ("PRIMO-R1", PrimoR1VllmBackend),
         ("primo_r1_vllm", PrimoR1VllmBackend),
     ],
-    ids=["qwen-name", "primo-name", "primo-alias"],
+    ids=["qwen-name", "qwen-alias", "primo-name", "primo-alias"],
 )
 def test_names_resolve_to_the_backend(name: str, cls: type) -> None:
     assert resolve_backend(name) is cls
@@ -89,7 +90,7 @@ def test_primo_differs_from_qwen_only_in_data() -> None:
 def test_importing_the_backends_imports_no_heavy_library() -> None:
     code = (
         "import sys\n"
-        "import vlm_reward.backends.qwen2_5_vl_vllm, vlm_reward.backends.primo_r1_vllm\n"
+        "import vlm_reward.backends.qwen_vl_vllm, vlm_reward.backends.primo_r1_vllm\n"
         "print(sorted(m for m in ('vllm', 'torch', 'transformers', 'qwen_vl_utils') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

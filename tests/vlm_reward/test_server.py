@@ -163,7 +163,7 @@ BAD_REQUESTS = [
         "backend 'fixed_score' cannot score with score_mode 'probability'; its modes: auto, percentage, unit",
     ),
     _bad("unknown-backend", _plus(backend="gpt-judge"), 404, "unknown_backend", "valid names: "),
-    _bad("not-loaded", _plus(backend="qwen2_5_vl_hf"), 503, "backend_not_loaded", "--backend qwen2_5_vl_hf"),
+    _bad("not-loaded", _plus(backend="qwen2_5_vl_hf"), 503, "backend_not_loaded", "--backend qwen_vl_hf"),
     _bad("invalid-base64", _inline("@@not base64@@"), 400, "invalid_request", "not valid base64"),
     _bad("inline-video-over-limit", _inline("A" * 400_000), 413, "payload_too_large", "--max-video-mb"),
     _bad("oversized-body", _inline("A" * 2_000_000), 413, "payload_too_large", "request body"),
@@ -307,7 +307,7 @@ def test_health_and_backends_describe_the_server(server: ServerProcess) -> None:
     backends = requests.get(server.url("/backends"), timeout=5).json()
     assert backends["default"] == "fixed_score"
     assert backends["loaded"] == ["fixed_score"]
-    assert {"fixed_score", "counting", "qwen2_5_vl_hf", "qwen2_5_vl_vllm"} <= set(backends["backends"])
+    assert {"fixed_score", "counting", "qwen_vl_hf", "qwen_vl_vllm"} <= set(backends["backends"])
     assert backends["aliases"]["fixed_score"] == ["fixed"]
     assert backends["states"] == {"fixed_score": "ready"}
 

@@ -1,4 +1,4 @@
-"""The server as a real process with ``qwen2_5_vl_hf`` on each tiny checkpoint, over HTTP.
+"""The server as a real process with ``qwen_vl_hf`` on each tiny checkpoint, over HTTP.
 
 One server per family (Qwen2.5-VL, Qwen3-VL): the backend picks the model class from the
 checkpoint's config.json. The model's weights are random but seeded, and decoding is
@@ -40,7 +40,7 @@ def served(
     video = root / "episode.mp4"
     shutil.copy(sample_mp4, video)
     server = ServerProcess(
-        ["--backend", "qwen2_5_vl_hf", "--model", tiny_qwen_checkpoint, "--video-root", str(root)],
+        ["--backend", "qwen_vl_hf", "--model", tiny_qwen_checkpoint, "--video-root", str(root)],
         root / "server.log",
         plugins=(),
     ).wait_ready(timeout=120)
@@ -74,7 +74,7 @@ def test_probability_of_a_16_frame_mp4_is_pinned(served, family: str, prompt: st
     assert body["probability"] == pytest.approx(PINNED_PROBABILITY[family][prompt], abs=1e-4)
     assert body["score"] == body["raw_value"] == body["probability"]
     assert body["answer"] == ("yes" if body["probability"] >= 0.5 else "no") and body["think"] is None
-    assert (body["backend"], body["model"]) == ("qwen2_5_vl_hf", Path(body["model"]).name)
+    assert (body["backend"], body["model"]) == ("qwen_vl_hf", Path(body["model"]).name)
 
 
 def test_text_mode_answer_is_pinned_and_unreadable_as_a_score(served, family: str) -> None:
@@ -90,7 +90,9 @@ def test_health_and_backends_report_the_loaded_model(served) -> None:
     server, _ = served
     assert requests.get(server.url("/health"), timeout=5).status_code == 200
     backends = requests.get(server.url("/backends"), timeout=5).json()
-    assert backends["default"] == "qwen2_5_vl_hf" and "qwen2_5_vl_hf" in backends["loaded"]
+    assert backends["default"] == "qwen_vl_hf" and "qwen_vl_hf" in backends["loaded"]
+    # The name from before Qwen3-VL stays an alias, so existing YAMLs keep working.
+    assert backends["aliases"]["qwen_vl_hf"] == ["qwen2_5_vl_hf"]
 
 
 # The "roboreward" preset in probability mode: the expected 1-5 level after "ANSWER: ",

@@ -1,8 +1,9 @@
 """Both vLLM backends on the real vLLM engine (``.venv-vllm``), over HTTP, on real LIBERO frames.
 
 One server per backend, both started once for the module (engine start is the cost), on
-the tiny seeded checkpoint: ``qwen2_5_vl_vllm`` through ``start_reward_server.sh`` (so the
-launcher's choice of interpreter is tested too), ``PRIMO-R1`` directly. The video is a
+the tiny seeded checkpoint: ``qwen_vl_vllm`` (by its old name ``qwen2_5_vl_vllm``) through
+``start_reward_server.sh`` (so the launcher's choice of interpreter is tested too),
+``PRIMO-R1`` directly; and ``qwen_vl_vllm`` on the tiny Qwen3-VL checkpoint. The video is a
 16-frame MP4 of libero_10 task 0 rendered by the main venv's LIBERO at test time.
 
 What is checked:
@@ -11,7 +12,7 @@ What is checked:
   score or a clean 502 ``parse_error`` comes back, the answer text, how many tokens;
 - the engine sees the frames the request asked for: the prompt length the engine reports
   (the backend logs ``len(output.prompt_token_ids)`` per request) equals the length of the
-  transformers backend's (``qwen2_5_vl_hf``) prompt for the same job, for 8 and 16 frames;
+  transformers backend's (``qwen_vl_hf``) prompt for the same job, for 8 and 16 frames;
 - PRIMO-R1's first frame + video + last frame reach the engine: its prompt equals the
   transformers backend's ``primo`` layout, two images longer than the video-only prompt;
 - ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server;
@@ -208,26 +209,37 @@ class Engines:
     qwen: ScriptServer
     primo: VllmServer
     upstream: Upstream
+    qwen3: VllmServer
 
 
 @pytest.fixture(scope="module")
 def engines(
-    vllm_python: str, clip: Clip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
+    vllm_python: str,
+    clip: Clip,
+    tiny_qwen_checkpoint: str,
+    tiny_qwen3_checkpoint: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Engines]:
-    """All three engines start at once: the two vLLM backends' servers and an OpenAI server."""
+    """All four engines start at once: the two vLLM backends' servers, an OpenAI server, and
+    the Qwen-VL backend on the tiny Qwen3-VL checkpoint."""
     python = vllm_python
     logs = tmp_path_factory.mktemp("vllm-logs")
     root = clip.path.parent
     script = _start_by_script(tiny_qwen_checkpoint, root, logs / "qwen.log")
     primo = VllmServer(python, "PRIMO-R1", tiny_qwen_checkpoint, root, logs / "primo.log", TEST_ENGINE_KWARGS)
     upstream = _start_upstream(python, tiny_qwen_checkpoint, logs / "openai.log")
+    qwen3 = VllmServer(
+        python, "qwen_vl_vllm", tiny_qwen3_checkpoint, root, logs / "qwen3.log", TEST_ENGINE_KWARGS
+    )
     qwen: ScriptServer | None = None
     try:
         qwen = _script_server(script, logs / "qwen.log")
         primo.wait_ready()
         upstream.wait_ready()
-        yield Engines(qwen, primo, upstream)
+        qwen3.wait_ready()
+        yield Engines(qwen, primo, upstream, qwen3)
     finally:
+        qwen3.stop()
         if script.poll() is None:
             script.kill()
         if qwen is not None:
@@ -246,8 +258,8 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
     """Length of the prompt the transformers backend builds for ``job`` (text and vision tokens)."""
     from transformers import AutoProcessor
 
-    from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend, processor_inputs, render_prompt
     from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs
+    from vlm_reward.backends.qwen_vl_hf import QwenHFBackend, processor_inputs, render_prompt
     from vlm_reward.model_family import checkpoint_family
 
     spec, _ = QwenHFBackend(checkpoint, prompt=preset).job_settings(job)
@@ -302,7 +314,8 @@ def test_servers_run_on_the_vllm_venv(servers: tuple) -> None:
     cmdline = Path(f"/proc/{qwen.pid}/cmdline").read_bytes().split(b"\0")
     assert cmdline[0].decode() == venv_python and b"vlm_reward.libero_reward_server" in cmdline
     assert primo.cmd[0] == venv_python
-    for server, name in ((qwen, "qwen2_5_vl_vllm"), (primo, "PRIMO-R1")):
+    # Started as qwen2_5_vl_vllm (the old name, now an alias): it answers as qwen_vl_vllm.
+    for server, name in ((qwen, "qwen_vl_vllm"), (primo, "PRIMO-R1")):
         base = server.endpoint.removesuffix("/score")
         assert requests.get(f"{base}/health", timeout=5).json()["backend"] == name
         assert requests.get(f"{base}/backends", timeout=5).json()["loaded"] == [name]
@@ -318,12 +331,12 @@ def test_qwen_answer_is_pinned_and_the_engine_sees_the_frames_asked_for(
     [(prompt_tokens, output_tokens, finish_reason)] = calls
     assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", job)
     assert (output_tokens, finish_reason) == (MAX_NEW_TOKENS, "length")
-    assert outcome(response, "qwen2_5_vl_vllm") == QWEN_PINNED[nframes]
+    assert outcome(response, "qwen_vl_vllm") == QWEN_PINNED[nframes]
 
 
 def hf_probability(checkpoint: str, job: ScoreJob) -> float:
     """P(yes) the transformers backend gives ``job`` (float32, same checkpoint, same frames)."""
-    from vlm_reward.backends.qwen2_5_vl_hf import QwenHFBackend
+    from vlm_reward.backends.qwen_vl_hf import QwenHFBackend
 
     backend = QwenHFBackend(checkpoint)
     backend.load()
@@ -352,6 +365,44 @@ def test_qwen_prompt_grows_with_the_frames_asked_for(clip: Clip, tiny_qwen_check
     """The equality above means something: 8 and 16 frames are different prompts."""
     eight, sixteen = (hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", clip_job(clip, n)) for n in (8, 16))
     assert sixteen - eight > 100, (eight, sixteen)
+
+
+def hf_outcome(checkpoint: str, job: ScoreJob) -> str | float:
+    """The transformers backend's answer for ``job``: its text, or P(yes) in probability mode."""
+    from vlm_reward.backends.qwen_vl_hf import QwenHFBackend
+
+    backend = QwenHFBackend(checkpoint)
+    backend.load()
+    [answer] = backend.generate([job])
+    return answer if isinstance(answer, str) else answer.probability
+
+
+# The tiny Qwen3-VL on the engine: P(yes) for 16 frames, and its greedy 12-token answer.
+QWEN3_P_YES = 0.5219
+QWEN3_PINNED: tuple[int, str] = (502, "'Pyew\ufffdD.\ufffd\ufffdyew'")
+
+
+@pytest.mark.parametrize("mode", ["probability", "auto"])
+def test_qwen3_on_the_engine_is_pinned_and_sees_the_transformers_backend_s_frames(
+    engines: Engines, clip: Clip, tiny_qwen3_checkpoint: str, mode: str
+) -> None:
+    """Qwen3-VL through the same backend: 32 px tokens, timestamped frames, same answer as
+    transformers. The engine's prompt is 2 tokens longer: vLLM 0.32 with transformers 5 keeps
+    the outer vision start/end around the per-frame sequence, transformers 4.57 replaces it
+    (``ModelFamily.kept_video_wrap_tokens``)."""
+    job = clip_job(clip, 16, mode=mode)
+    response, [(prompt_tokens, output_tokens, _)] = post(engines.qwen3, job)
+    preset = "yes_no" if mode == "probability" else "qwen"
+    assert prompt_tokens == hf_prompt_tokens(tiny_qwen3_checkpoint, preset, job) + 2
+    if mode == "probability":
+        body = response.json()
+        assert output_tokens == 1 and response.status_code == 200, body
+        assert body["probability"] == pytest.approx(QWEN3_P_YES, abs=2e-3)
+        assert body["probability"] == pytest.approx(hf_outcome(tiny_qwen3_checkpoint, job), abs=2e-3)
+    else:
+        assert output_tokens == MAX_NEW_TOKENS
+        assert outcome(response, "qwen_vl_vllm") == QWEN3_PINNED
+        assert QWEN3_PINNED[1] == repr(hf_outcome(tiny_qwen3_checkpoint, job))
 
 
 def test_primo_answer_is_pinned_and_first_frame_video_last_frame_reach_the_engine(
@@ -433,7 +484,7 @@ def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_a
             qwen.endpoint, json=_body(clip, {"max_new_tokens": MAX_NEW_TOKENS}), timeout=120
         )
         short_s = time.monotonic() - start
-        assert outcome(short, "qwen2_5_vl_vllm") == QWEN_PINNED[8]
+        assert outcome(short, "qwen_vl_vllm") == QWEN_PINNED[8]
         assert not long.done(), f"the long request ended within {short_s:.1f} s: nothing was overlapped"
         with pytest.raises(requests.exceptions.ReadTimeout):
             long.result()
@@ -504,4 +555,4 @@ def test_openai_compatible_pins_the_frames_the_upstream_sees(
         # The upstream decodes the pinned clip from an H.264 re-encode: the pixels are close, not equal.
         assert forwarded.json()["probability"] == pytest.approx(in_process.json()["probability"], abs=0.02)
     else:
-        assert outcome(forwarded, "openai_compatible")[1] == outcome(in_process, "qwen2_5_vl_vllm")[1]
+        assert outcome(forwarded, "openai_compatible")[1] == outcome(in_process, "qwen_vl_vllm")[1]

@@ -5,7 +5,7 @@ checkpoint, parsing and protocol must hold there as they do in the main venv. Th
 pytest in that venv, in a subprocess, on ``tests/vlm_reward -m "not slow"`` (this test is
 slow, so it does not run itself), with a hard timeout.
 
-Left out: ``test_backend_qwen2_5_vl_hf.py``. The transformers backend supports transformers
+Left out: ``test_backend_qwen_vl_hf.py``. The transformers backend supports transformers
 <= 4.57.6 (pyproject's ``hf`` extra, the main venv's version) and is never served from the
 vLLM venv; under transformers 5 its processor call is rejected (it passes one ``fps`` per
 video as a list, which transformers 5 only takes as a number).
@@ -21,7 +21,7 @@ from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/test_backend_qwen2_5_vl_hf.py",)
+NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/test_backend_qwen_vl_hf.py",)
 # A floor on what must run: 360 tests ran here when this was written; a run that collects
 # far fewer (a broken conftest, a wrong path) must not pass as green.
 MIN_PASSED = 300

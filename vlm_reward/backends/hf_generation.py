@@ -82,7 +82,7 @@ def check_backend_kwargs(kwargs: Mapping[str, Any], *, per_request: bool) -> Non
         hint = " (device and dtype are load-time settings: pass them server-wide)"
     where = "per request" if per_request else "for this backend"
     raise ValueError(
-        f"unknown backend_kwargs {', '.join(map(repr, unknown))} for qwen2_5_vl_hf{hint}; "
+        f"unknown backend_kwargs {', '.join(map(repr, unknown))} for qwen_vl_hf{hint}; "
         f"valid keys {where}: {', '.join(sorted(allowed))}."
     )
 
@@ -147,7 +147,7 @@ def import_torch_transformers() -> tuple[Any, Any]:
         import torch
         import transformers
     except ImportError as exc:
-        raise ImportError(f"the qwen2_5_vl_hf backend needs torch and transformers: {INSTALL_HINT}") from exc
+        raise ImportError(f"the qwen_vl_hf backend needs torch and transformers: {INSTALL_HINT}") from exc
     return torch, transformers
 
 

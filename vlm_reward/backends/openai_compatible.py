@@ -94,7 +94,7 @@ def check_kwargs(kwargs: Mapping[str, Any], *, per_request: bool) -> None:
 def expected_prompt_tokens(processor: Any, text: str, vision: VisionInputs) -> int:
     """The prompt length of ``text`` with each vision placeholder expanded by the checkpoint's
     processor for these pixels (what the in-process transformers backend feeds the model)."""
-    from vlm_reward.backends.qwen2_5_vl_hf import processor_inputs
+    from vlm_reward.backends.qwen_vl_hf import processor_inputs
 
     return int(processor_inputs(processor, [text], [vision])["input_ids"].shape[1])
 

@@ -8,7 +8,7 @@ question; the model thinks in ``<think>`` (``<planning>``, ``<observation>``,
 preset and the ``percentage`` score mode.
 
 It is the same architecture as Qwen2.5-VL, so the engine, request building and accepted
-``backend_kwargs`` are :class:`~vlm_reward.backends.qwen2_5_vl_vllm.QwenVllmBackend`'s;
+``backend_kwargs`` are :class:`~vlm_reward.backends.qwen_vl_vllm.QwenVllmBackend`'s;
 only the data below differs.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from vlm_reward.backends.base import register_backend
-from vlm_reward.backends.qwen2_5_vl_vllm import QwenVllmBackend
+from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 
 
 @register_backend

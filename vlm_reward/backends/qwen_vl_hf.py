@@ -120,7 +120,9 @@ class _PreparedJob:
 class QwenHFBackend(FamilyCheckpoint, RewardBackend):
     """Qwen-VL with transformers; ``default_preset`` picks the prompt preset of the text modes."""
 
-    name = "qwen2_5_vl_hf"
+    name = "qwen_vl_hf"
+    # The name from when it served Qwen2.5-VL only; existing configs keep working.
+    aliases = ("qwen2_5_vl_hf",)
     default_preset: ClassVar[str] = "qwen"
     default_score_mode = "probability"
     score_modes = (*TEXT_SCORE_MODES, "probability")

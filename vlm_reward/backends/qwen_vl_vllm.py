@@ -135,7 +135,9 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
     ``sampling_defaults`` are the SamplingParams used unless ``backend_kwargs`` override them.
     """
 
-    name = "qwen2_5_vl_vllm"
+    name = "qwen_vl_vllm"
+    # The name from when it served Qwen2.5-VL only; existing configs keep working.
+    aliases = ("qwen2_5_vl_vllm",)
     default_preset: ClassVar[str] = "qwen"
     default_score_mode = "probability"
     score_modes = (*TEXT_SCORE_MODES, "probability")

@@ -26,7 +26,7 @@ from vlm_reward.runtime import server_python
 from vlm_reward.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
-TINY_BACKENDS = ("qwen2_5_vl_hf", "qwen2_5_vl_vllm", "PRIMO-R1")
+TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 # Options that configure a server we start.
 LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
