@@ -161,6 +161,13 @@ def _add_connection_flags(p: argparse.ArgumentParser) -> None:
         "it is parsed and decoded); past it 503 server_busy (default: %(default)s)",
     )
     group.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=1000,
+        help="open connections at most; past it the oldest one with no request in progress is closed "
+        "(default: %(default)s)",
+    )
+    group.add_argument(
         "--drain-timeout",
         type=_float_at_least(0, strict=False),
         default=30.0,
@@ -249,6 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         port=args.port,
         header_timeout_s=args.header_timeout,
         drain_timeout_s=args.drain_timeout,
+        max_connections=args.max_connections,
         ssl_certfile=args.ssl_certfile,
         ssl_keyfile=args.ssl_keyfile,
     )

@@ -9,6 +9,8 @@ the request's headers are complete, and again after each response: its
 ``h11_max_incomplete_size`` bounds their size. The body's deadline (``--body-timeout``) and
 the budget of request bytes in memory (``--max-inflight-mb``) are the app's
 (:class:`~vlm_reward.middleware.BodySizeLimit`), since only the app knows a request's size.
+Hypercorn has no cap on open connections: :class:`~vlm_reward.connection_cap.ConnectionCap`
+wraps its listening sockets (``--max-connections``).
 
 The drain: on SIGTERM or SIGINT the service stops taking work (503 ``shutting_down`` with
 ``Retry-After``, ``/health`` 503) while the listener stays open, so a request that still
@@ -25,9 +27,11 @@ import logging
 import resource
 import signal
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
 
+from vlm_reward.connection_cap import ConnectionCap
 from vlm_reward.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
@@ -45,6 +49,7 @@ class ServingOptions:
     header_timeout_s: float = 10.0
     max_header_bytes: int = 64 * 1024
     drain_timeout_s: float = 30.0
+    max_connections: int = 1000
     ssl_certfile: str | None = None
     ssl_keyfile: str | None = None
 
@@ -54,13 +59,26 @@ def bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def hypercorn_config(options: ServingOptions, log_level: str) -> object:
-    """The Hypercorn settings that bound connections (see the module docstring)."""
+def hypercorn_config(options: ServingOptions, log_level: str, cap: ConnectionCap | None = None) -> Any:
+    """The Hypercorn settings that bound connections (see the module docstring); with ``cap``,
+    its listening sockets apply it."""
     try:
-        from hypercorn.config import Config
+        from hypercorn.config import Config, Sockets
     except ImportError:
         raise ImportError("the reward server runs on Hypercorn: pip install 'hypercorn==0.18.0'") from None
-    config = Config()
+
+    class CappedConfig(Config):  # type: ignore[misc]
+        def create_sockets(self) -> Sockets:
+            sockets = super().create_sockets()
+            if cap is None:
+                return sockets
+            wrap = (
+                [cap.listener(s) for s in sockets.secure_sockets],
+                [cap.listener(s) for s in sockets.insecure_sockets],
+            )
+            return Sockets(wrap[0], wrap[1], sockets.quic_sockets)
+
+    config = CappedConfig()
     config.bind = [bind_address(options.host, options.port)]
     config.keep_alive_timeout = options.header_timeout_s
     config.h11_max_incomplete_size = options.max_header_bytes
@@ -115,8 +133,9 @@ def serve(app: FastAPI, options: ServingOptions, log_level: str = "info") -> Non
     from hypercorn.asyncio import serve as hypercorn_serve
 
     raise_open_file_limit()
-    config = hypercorn_config(options, log_level)
+    cap = ConnectionCap(options.max_connections)
+    config = hypercorn_config(options, log_level, cap)
     service: RewardService = app.state.service
     trigger = lambda: drain_on_signal(service, options.drain_timeout_s)  # noqa: E731
-    asyncio.run(hypercorn_serve(app, config, shutdown_trigger=trigger))  # type: ignore[arg-type]
+    asyncio.run(hypercorn_serve(cap.track_requests(app), config, shutdown_trigger=trigger))  # type: ignore[arg-type]
     logger.info("shutdown complete")

@@ -10,6 +10,10 @@ One LiberoEnv (3 envs, 4-step episodes, one chunk each) is shared by the module.
 3. the killed replica is cooling down: the episodes go to the two live ones, no failover;
 4. every replica killed: the failure policy as with one server (lenient: each episode a
    counted ``connection`` fallback with its native outcome; strict: ``chunk_step`` raises).
+
+And a rolling restart of one of two replicas: the first to start a job gets SIGTERM while
+that job is in flight, drains (the job is answered, new ones get 503 and fail over), exits
+0 and is started again on its port: every episode is scored, none falls back.
 """
 
 from __future__ import annotations
@@ -38,22 +42,34 @@ COEF = 5.0  # reward_coef of libero_10.yaml; the idle robot never succeeds nativ
 class Replicas:
     """Three fresh server processes and what each has started; stopped by the test's fixture."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, count: int = 3) -> None:
+        self.tmp = tmp
         self.servers: list[ServerProcess] = []
         self.started: list[Path] = []
-        for i in range(3):
+        for i in range(count):
             self.started.append(tmp / f"started{i}.jsonl")
-            kwargs = {
-                "log_path": str(tmp / f"calls{i}.jsonl"),
-                "start_log": str(self.started[-1]),
-                "generate_seconds": GENERATE_S,
-            }
-            args = ["--backend", "recording", "--model", "m", "--video-root", "/"]
-            args += ["--backend-kwargs", json.dumps(kwargs)]
-            server = ServerProcess(args, tmp / f"server{i}.log", plugins=("tests.support.env_backends",))
-            self.servers.append(server)
+            self.servers.append(self._start(i))
         for server in self.servers:
             server.wait_ready()
+
+    def _start(self, i: int, port: int | None = None) -> ServerProcess:
+        kwargs = {
+            "log_path": str(self.tmp / f"calls{i}.jsonl"),
+            "start_log": str(self.started[i]),
+            "generate_seconds": GENERATE_S,
+        }
+        args = ["--backend", "recording", "--model", "m", "--video-root", "/"]
+        args += ["--backend-kwargs", json.dumps(kwargs)]
+        log = self.tmp / f"server{i}.log"
+        return ServerProcess(args, log, plugins=("tests.support.env_backends",), port=port)
+
+    def restart(self, index: int) -> int:
+        """SIGTERM replica ``index`` (it drains), start it again on its port; its exit code."""
+        old = self.servers[index]
+        old.proc.terminate()
+        code = old.proc.wait(timeout=60)
+        self.servers[index] = self._start(index, port=old.port).wait_ready()
+        return code
 
     @property
     def endpoints(self) -> list[str]:
@@ -66,16 +82,20 @@ class Replicas:
         self.servers[index].proc.kill()
         self.servers[index].proc.wait(timeout=30)
 
-    def kill_first_to_start_a_job(self, before: list[int], killed: list[int]) -> None:
-        """Wait until a replica starts a new job, then SIGKILL it (run in a thread)."""
-        deadline = time.monotonic() + 120
+    def kill_first_to_start_a_job(self, before: list[int], killed: list[int], restart: bool = False) -> None:
+        """Wait until a replica starts a new job, then SIGKILL it, or with ``restart`` SIGTERM it and
+        start it again (run in a thread); ``killed`` gets its index (and the exit code)."""
+        deadline = time.monotonic() + 900  # a loaded machine may take minutes to reset LIBERO
         while time.monotonic() < deadline:
             grown = [
                 i for i, (now, then) in enumerate(zip(self.jobs_started(), before, strict=True)) if now > then
             ]
             if grown:
-                self.kill(grown[0])
                 killed.append(grown[0])
+                if restart:
+                    killed.append(self.restart(grown[0]))
+                else:
+                    self.kill(grown[0])
                 return
             time.sleep(0.01)
 
@@ -169,6 +189,32 @@ def test_a_replica_killed_mid_rollout_costs_no_episode_its_score(
     assert metrics["vlm_failovers"] == [0.0] * NUM_ENVS, "the dead replica is cooling down, not tried"
     assert {line["endpoint"] for line in lines} == set(endpoints) - {dead}
     assert rewards == [pytest.approx(COEF)] * NUM_ENVS
+
+
+def test_a_rolling_restart_of_one_of_two_replicas_loses_no_episode(rollout: Rollout, tmp_path: Path) -> None:
+    two = Replicas(tmp_path, count=2)
+    try:
+        rollout.point_at(two)
+        before = len(rollout.log_lines())
+        restarted: list[int] = []
+        restarter = threading.Thread(
+            target=two.kill_first_to_start_a_job, args=(two.jobs_started(), restarted, True), daemon=True
+        )
+        restarter.start()
+        first = rollout.episodes()
+        second = rollout.episodes()  # while the replica drains or starts again
+        restarter.join(timeout=300)
+        third = rollout.episodes()  # both replicas up again
+        lines = rollout.log_lines()[before:]
+        index, exit_code = restarted
+        drained_log = (tmp_path / f"server{index}.log").read_text()
+    finally:
+        two.stop()
+    for rewards, metrics in (first, second, third):
+        assert rewards == [pytest.approx(COEF)] * NUM_ENVS, "every episode scored by the judge"
+        assert (metrics["vlm_scored"], metrics["vlm_fallback"]) == ([1.0] * NUM_ENVS, [0.0] * NUM_ENVS)
+    assert [line["fallback"] for line in lines] == [False] * (3 * NUM_ENVS)
+    assert exit_code == 0 and "drained: every admitted request was answered" in drained_log
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])

@@ -1,12 +1,13 @@
 """Connections and memory an attacker cannot exhaust: the real server process under abuse.
 
-The server runs with small limits so the test is quick: a 2 s header deadline
-(``--header-timeout``), a 2 s body deadline (``--body-timeout``), 4 MB videos (bodies up to
-6.3 MB) and a 12 MB budget of request bodies in flight (``--max-inflight-mb``).
+The server runs with small limits so the test is quick: at most 100 connections
+(``--max-connections``), a 2 s header deadline (``--header-timeout``), a 2 s body deadline
+(``--body-timeout``), 4 MB videos (bodies up to 6.3 MB) and a 12 MB budget of request bodies
+in flight (``--max-inflight-mb``).
 
-- 300 idle and 150 slow-header connections (a header line a second, headers never
-  finished): a normal request is answered at once, and the server closes every one of
-  them at the deadline;
+- 300 idle and 150 slow-header connections (a header line every 0.5 s, headers never
+  finished): the server never holds more than 100 (the oldest idle ones are evicted), a
+  normal request is answered at once, and the server closes the rest at the deadline;
 - a body that trickles in gets 408 ``request_timeout`` at the body deadline;
 - 12 concurrent uploads of 5 MB: those past the budget get 503 ``server_busy`` with
   ``Retry-After`` at once, and the server's RSS stays under its stated bound.
@@ -35,6 +36,7 @@ BODY_TIMEOUT_S = 2.0
 MAX_VIDEO_MB = 4.0
 INFLIGHT_MB = 12.0
 IDLE, SLOW = 300, 150
+MAX_CONNECTIONS = 100
 UPLOADS, UPLOAD_MB = 12, 5.0
 # A request body takes about 4 times its size while it is parsed and decoded; 64 MiB of slack
 # covers the interpreter's allocator keeping freed memory.
@@ -49,6 +51,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Iterato
     args = ["--backend", "fixed_score", "--model", "fake", "--video-root", str(root)]
     args += ["--header-timeout", str(HEADER_TIMEOUT_S), "--body-timeout", str(BODY_TIMEOUT_S)]
     args += ["--max-video-mb", str(MAX_VIDEO_MB), "--max-inflight-mb", str(INFLIGHT_MB)]
+    args += ["--max-connections", str(MAX_CONNECTIONS)]
     proc = ServerProcess(args, root / "server.log").wait_ready()
     yield proc
     proc.stop()
@@ -91,6 +94,8 @@ def test_idle_and_slow_header_connections_are_closed_at_the_deadline(server: Ser
     thread.start()
     try:
         assert _normal(server) < NORMAL_S
+        held = len(psutil.Process(server.pid).net_connections(kind="tcp"))
+        assert held <= MAX_CONNECTIONS + 1, f"{held} sockets (the listener included)"
         time.sleep(HEADER_TIMEOUT_S + 1.5)
         closed = [_closed_by_server(s) for s in idle + slow]
     finally:
