@@ -21,6 +21,8 @@ from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
 from vlm_reward.auth import API_KEY_ENV
 
+pytestmark = pytest.mark.slow  # a real server process
+
 KEY = "env-side-key-3b9e51"
 KEY_VAR = "TEST_REWARD_KEY"
 

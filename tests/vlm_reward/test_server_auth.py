@@ -72,6 +72,7 @@ AUTH_TABLE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "path", "authorization", "status"), [r[1:] for r in AUTH_TABLE], ids=[r[0] for r in AUTH_TABLE]
 )
@@ -89,11 +90,13 @@ def test_every_route_but_health_needs_a_key(
         assert KEY_ONE not in response.text and "not-the-key" not in response.text
 
 
+@pytest.mark.slow
 def test_plain_http_is_not_served_on_the_tls_port(keyed: Keyed) -> None:
     with pytest.raises(requests.ConnectionError):
         requests.get(keyed.server.url("/health").replace("https://", "http://"), timeout=5)
 
 
+@pytest.mark.slow
 def test_no_key_in_any_file_the_run_wrote_or_on_the_command_line(keyed: Keyed) -> None:
     requests.post(
         keyed.server.url("/score"), json=SCORE, headers=_auth(f"Bearer {KEY_ONE}"), verify=keyed.cert
