@@ -67,6 +67,7 @@ def hypercorn_config(options: ServingOptions, log_level: str, cap: ConnectionCap
     except ImportError:
         raise ImportError("the reward server runs on Hypercorn: pip install 'hypercorn==0.18.0'") from None
 
+    # Hypercorn makes its listening sockets here: the one place a cap can wrap them.
     class CappedConfig(Config):  # type: ignore[misc]
         def create_sockets(self) -> Sockets:
             sockets = super().create_sockets()
