@@ -34,6 +34,11 @@ Facts this module relies on (checked in the vLLM 0.11.0 and 0.33.0 wheels, trans
   sample frames. It is a scalar: transformers 5's strict kwarg check rejects a list.
 - ``do_sample_frames=False`` in ``mm_processor_kwargs`` stops the HF video processor from
   re-sampling frames that qwen-vl-utils already chose.
+- Qwen3-VL (vLLM 0.32): the engine writes each frame pair's ``<t seconds>`` from the same
+  metadata (``frames_indices / fps``, averaged over the pair) and tokenizes each timestamp on
+  its own; with transformers >= 5.10 it keeps the outer ``<|vision_start|>``/``<|vision_end|>``
+  around the per-frame sequence, 2 tokens more than transformers 4.57's HF backend
+  (:attr:`~vlm_reward.model_family.ModelFamily.kept_video_wrap_tokens`).
 - The prompt is the processor's chat template text; vLLM expands each
   ``<|vision_start|><|video_pad|><|vision_end|>`` (or ``<|image_pad|>``) itself, in order,
   so images and videos are given as lists in the order they appear in the message.
