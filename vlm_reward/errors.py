@@ -39,9 +39,8 @@ status  type                    when
 503     shutting_down           the server is draining (SIGTERM/SIGINT): new requests get this
                                 at once, with ``Retry-After``; jobs still unfinished when
                                 ``--drain-timeout`` ends get it too
-503     server_busy             the request bodies in flight already use ``--max-inflight-mb``,
-                                or ``--max-inflight-requests`` requests are being served; with
-                                ``Retry-After`` (nothing of the body was read)
+503     server_busy             the request bodies in flight already use ``--max-inflight-mb``;
+                                with ``Retry-After`` (nothing of the body was read)
 ======  ======================  =========================================================
 
 Messages never carry stack traces, and text that comes from exceptions we did not write
