@@ -118,7 +118,7 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     server.add_argument(
         "--api-key-env",
         metavar="NAME",
-        help="environment variable holding the --endpoint server's API key (the key itself is never an option)",
+        help="environment variable holding the --endpoint server's API key (never the key itself)",
     )
     server.add_argument(
         "--ca-bundle", metavar="PATH", help="PEM bundle verifying an https --endpoint (default: the system's)"
