@@ -98,9 +98,12 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
     videos = [video for v in vision for video in v.videos]
     kwargs: dict[str, Any] = {"padding": True, "return_tensors": "pt"}
     if videos:
+        rates = [fps for v in vision for fps in v.video_kwargs["fps"]]
+        # One rate as a number: transformers 5 takes only that (openai_compatible counts its
+        # prompts with this function in either venv); 4.57 also takes one per video.
         kwargs.update(
             do_sample_frames=False,
-            fps=[fps for v in vision for fps in v.video_kwargs["fps"]],
+            fps=rates[0] if len(set(rates)) == 1 else rates,
             video_metadata=[meta for v in vision for meta in v.video_metadata],
         )
     return processor(text=list(texts), images=images or None, videos=videos or None, **kwargs)
