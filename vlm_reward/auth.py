@@ -116,4 +116,5 @@ class RequireApiKey:
             "with a key the server accepts (the env's reward_model.api_key_env names the "
             "variable that holds it)."
         )
-        await send_error(send, exc, headers=[(b"www-authenticate", b"Bearer")])
+        # The body was not read: the connection cannot carry another request.
+        await send_error(send, exc, headers=[(b"www-authenticate", b"Bearer")], close=True)
