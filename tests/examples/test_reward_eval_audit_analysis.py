@@ -219,3 +219,21 @@ def test_an_empty_row_has_no_rates() -> None:
         "mean_score": None,
         "mean_drop": None,
     }
+
+
+# ----------------------------------------------------------------------------- the report's rows
+
+ROW_CASES = [
+    ("drop", "reversed", {"mean_drop": 0.3}, "0.300"),
+    ("tiny-rise-is-zero", "reversed", {"mean_drop": -0.0004}, "0.000"),
+    ("no-judged-pair", "frozen", {"mean_drop": None}, "n/a"),
+    ("no-drop-for-the-originals", ORIGINAL, {"mean_drop": None}, ""),
+]
+
+
+@pytest.mark.parametrize(("name", "block", "drop"), [c[1:] for c in ROW_CASES], ids=[c[0] for c in ROW_CASES])
+def test_a_report_row_shows_the_drop_to_three_decimals(name: str, block: dict[str, Any], drop: str) -> None:
+    from examples.embodiment.reward_eval.report.audit import row_cells
+
+    base = {"episodes": 2, "judged": 1, "fallbacks": 1, "positive_rate": 0.5, "mean_score": 0.25}
+    assert row_cells(name, {**base, **block}) == ("2", "1 (1 fallback)", "50.0%", "0.250", drop)

@@ -46,8 +46,13 @@ def row_text(name: str) -> str:
     return ROW_TEXT.get(name) or describe(name)
 
 
-def _row_cells(name: str, block: Mapping[str, Any]) -> tuple[str, ...]:
-    drop = "" if name in (ORIGINAL, FAILURE) else num(block["mean_drop"])
+def row_cells(name: str, block: Mapping[str, Any]) -> tuple[str, ...]:
+    """The table cells of row ``name``: episodes, judged (fallbacks), judged success, mean score,
+    mean drop (blank for the two rows that are no perturbation)."""
+    mean_drop = block["mean_drop"]
+    # round, then add 0.0: a rise smaller than the last digit shows as 0.000, not -0.000
+    drop = num(None if mean_drop is None else round(mean_drop, 3) + 0.0)
+    drop = "" if name in (ORIGINAL, FAILURE) else drop
     judged = f"{block['judged']}" + (f" ({block['fallbacks']} fallback)" if block["fallbacks"] else "")
     return (str(block["episodes"]), judged, pct(block["positive_rate"]), num(block["mean_score"]), drop)
 
@@ -56,9 +61,9 @@ HEADERS = ("episodes", "judged", "judged success", "mean score", "mean drop")
 
 
 def _tables(summary: Mapping[str, Any]) -> list[Block]:
-    rows = tuple((name, row_text(name), *_row_cells(name, b)) for name, b in summary["rows"].items())
+    rows = tuple((name, row_text(name), *row_cells(name, b)) for name, b in summary["rows"].items())
     per_task = tuple(
-        (key, task["task_text"], name, *_row_cells(name, b))
+        (key, task["task_text"], name, *row_cells(name, b))
         for key, task in summary["per_task"].items()
         for name, b in task["rows"].items()
         if b["episodes"]
@@ -157,7 +162,7 @@ def write_audit_report(
     text = json.dumps(audit, indent=2, allow_nan=False, default=str)
     paths["audit"].write_text(text + "\n", encoding="utf-8")
     blocks: list[Block] = [Heading(title, 1)]
-    if random_model:
+    if random_model:  # imported here: the evaluation report imports this module
         from examples.embodiment.reward_eval.report.evaluation import RANDOM_MODEL_WARNING
 
         blocks.append(Alert(RANDOM_MODEL_WARNING))
