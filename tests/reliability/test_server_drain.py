@@ -1,6 +1,6 @@
 """SIGTERM with 32 requests in flight: every client gets an answer (200 or 503), none a reset.
 
-The server (``fixed_score``, batches of 8 taking 0.5 s each) drains for 1 s: the batches that
+The server (``fixed_score``, batches of 8 taking 1 s each) drains for 1 s: the batches that
 fit finish with 200, the jobs still queued then get 503 ``shutting_down`` with
 ``Retry-After``, and the process exits 0.
 """
@@ -16,14 +16,33 @@ from pathlib import Path
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 IN_FLIGHT = 32
-BATCH_S = 0.5
+BATCH_S = 1.0
 DRAIN_S = 1.0
+
+
+def _wait_until_all_admitted(server: ServerProcess, timeout: float = 30.0) -> None:
+    """Until every one of the 32 requests is running, queued or answered, by the server's metrics."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = requests.get(server.url("/metrics"), timeout=10).text
+        seen = sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name in ("vlm_reward_jobs_queued", "vlm_reward_jobs_running")
+            or (sample.name == "vlm_reward_requests_total" and sample.labels["route"] == "/score")
+        )
+        if seen == IN_FLIGHT:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the server never held {IN_FLIGHT} jobs at once")
 
 
 def test_sigterm_with_32_in_flight_answers_every_request(tmp_path: Path, sample_mp4: str) -> None:
@@ -39,7 +58,7 @@ def test_sigterm_with_32_in_flight_answers_every_request(tmp_path: Path, sample_
     try:
         with ThreadPoolExecutor(IN_FLIGHT) as pool:
             futures = [pool.submit(post, i) for i in range(IN_FLIGHT)]
-            time.sleep(0.4)  # all admitted; the first batch is generating
+            _wait_until_all_admitted(server)
             server.proc.send_signal(signal.SIGTERM)
             responses = [f.result() for f in futures]  # a reset connection would raise here
         exit_code = server.proc.wait(timeout=30)
@@ -51,7 +70,7 @@ def test_sigterm_with_32_in_flight_answers_every_request(tmp_path: Path, sample_
     assert {(r.json()["error"]["type"], r.headers["retry-after"]) for r in refused} == {
         ("shutting_down", "1")
     }
-    # 0.4 s + 1 s of drain: the first batches (8 each, 0.5 s) finish, the last ones do not.
+    # 1 s of drain: the running batch (8, 1 s) finishes, the last ones do not.
     assert 8 <= statuses.count(200) <= 24, statuses
     assert exit_code == 0
     assert f"drain timeout: answering {len(refused)} unfinished request(s)" in server.log()
