@@ -144,6 +144,7 @@ def test_report_recounts_the_audit_at_another_threshold_without_a_judge(
     audit = json.loads((out / "audit" / "audit.json").read_text())
     rates = {name: row["positive_rate"] for name, row in audit["rows"].items()}
     assert rates == {**RATES, "clipped": 0.75, "shuffled": 0.75}  # 0.4 >= 0.4 now
+    assert audit["wall_s"] is None and audited["audit"]["wall_s"] > 0, "timed only where calls were made"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["threshold"] == 0.4 and summary["audit"]["rows"]["clipped"]["positive_rate"] == 0.75
     assert not (out / "reward_server.log").exists(), "no judge was started"

@@ -76,10 +76,10 @@ def rejudged(record: Mapping[str, Any], threshold: float, binary_reward: bool | 
 
 def recount_audit(audit: Mapping[str, Any], threshold: float) -> dict[str, Any]:
     """The audit at ``threshold`` from its stored cases; its worst cases (the highest scores,
-    whatever the threshold) and their strips stay."""
+    whatever the threshold) and their strips stay; ``wall_s`` is dropped (no call was made)."""
     names = [n for n in audit["rows"] if n not in (ORIGINAL, FAILURE)]
     counted = summarize_audit(audit["cases"], names, threshold)
-    return {**audit, **{k: v for k, v in counted.items() if k != "worst"}}
+    return {**audit, **{k: v for k, v in counted.items() if k != "worst"}, "wall_s": None}
 
 
 def copy_audit(source: Path, out: Path, threshold: float, random_model: bool) -> dict[str, Any] | None:
