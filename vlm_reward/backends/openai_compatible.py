@@ -72,6 +72,10 @@ from vlm_reward.protocol import TEXT_SCORE_MODES
 CONNECTION_KEYS = ("base_url", "served_model_name", "api_key", "timeout", "check_prompt_tokens")
 # `vllm serve ... --media-io-kwargs '<this>'`: every frame of the pinned clip, not resampled.
 VLLM_SERVE_MEDIA_IO_KWARGS = '{"video": {"video_backend": "qwen2_vl", "fps": 30}}'
+# `vllm serve ... --mm-processor-kwargs '<this>'` as well, for Qwen3-VL: vLLM 0.32 reads a
+# Qwen3-VL clip with its own loader, which marks a clip it read whole as "sample again" for
+# the HF processor (at 2 fps); per-request processor kwargs are refused by default.
+VLLM_SERVE_MM_PROCESSOR_KWARGS = '{"do_sample_frames": false}'
 logger = logging.getLogger(__name__)
 
 
@@ -271,7 +275,8 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
                 f"the upstream's prompt has {reported} tokens, the pinned frames make "
                 f"{' or '.join(map(str, accepted))}: it did "
                 "not see the frames sent (a resampled video?); start vllm serve with "
-                f"--media-io-kwargs '{VLLM_SERVE_MEDIA_IO_KWARGS}'."
+                f"--media-io-kwargs '{VLLM_SERVE_MEDIA_IO_KWARGS}' (and, for Qwen3-VL, "
+                f"--mm-processor-kwargs '{VLLM_SERVE_MM_PROCESSOR_KWARGS}')."
             )
         logger.info("upstream prompt_tokens=%s", reported)
         choice = reply["choices"][0]
