@@ -252,9 +252,9 @@ class RewardServerProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 reason = failure_reason(self.log())
+                detail = f": {reason.rstrip('.')}" if reason else ""  # the sentence goes on after it
                 raise ServerStartError(
-                    f"the reward server exited with {self.proc.returncode}"
-                    f"{f': {reason}' if reason else ''}; see {self.log_path}"
+                    f"the reward server exited with {self.proc.returncode}{detail}; see {self.log_path}"
                 )
             reply = probe_health(self.url("/health"), cafile=self.certfile)
             if reply is not None and predicate(reply):

@@ -73,7 +73,11 @@ def test_server_kwargs_reach_the_backend(tmp_path: Path, sample_mp4: str) -> Non
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--backend", "fixed_score", "--plugin", "no_such_module"], "the reward server exited with 2; see "),
+        (
+            ["--backend", "fixed_score", "--plugin", "no_such_module"],
+            "the reward server exited with 2: --plugin no_such_module: cannot import it "
+            "(No module named 'no_such_module'); see ",
+        ),
         (
             ["--backend", "slow", "--server-kwargs", '{"load_seconds": 30}', "--server-start-timeout", "1"],
             "the reward server was not healthy after 1 s; see ",
