@@ -91,10 +91,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def route_url(endpoint: str, route: str) -> str:
+    """Another route of the server an endpoint names: ``http://host:port/score`` -> ``http://host:port/ROUTE``."""
+    parts = urlsplit(endpoint)
+    return urlunsplit((parts.scheme, parts.netloc, route, "", ""))
+
+
 def health_url(endpoint: str) -> str:
     """``http://host:port/score`` -> ``http://host:port/health``."""
-    parts = urlsplit(endpoint)
-    return urlunsplit((parts.scheme, parts.netloc, "/health", "", ""))
+    return route_url(endpoint, "/health")
 
 
 # The servers started here listen on 127.0.0.1: never ask an http_proxy of the environment.

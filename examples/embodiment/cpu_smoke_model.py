@@ -10,6 +10,7 @@ rather than killed by the kernel mid-run.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,7 @@ def checkpoint_parameters(path: Path) -> int:
     """Parameter count of a checkpoint, read from its safetensors headers (no tensor is loaded)."""
     from examples.embodiment.oft_checkpoint import read_safetensors_shapes
 
-    total = 0
-    for shape in read_safetensors_shapes(path).values():
-        count = 1
-        for dim in shape:
-            count *= dim
-        total += count
-    return total
+    return sum(math.prod(shape) for shape in read_safetensors_shapes(path).values())
 
 
 def memory_needed(parameters: int) -> int:

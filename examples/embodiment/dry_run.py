@@ -24,14 +24,13 @@ import json
 import sys
 import time
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import hydra
 import numpy as np
 import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from vlm_reward.server_process import health_url
+from vlm_reward.server_process import health_url, route_url
 
 
 class SetupError(RuntimeError):
@@ -68,8 +67,7 @@ def check_reward_key(endpoint: str, api_key: str | None, ca_bundle: str | None, 
     """``SetupError`` unless the server lets this env in: ``GET /backends`` needs the key when the
     server has keys (``/health`` never does), so a wrong or missing key shows here, not as a
     run of ``unauthorized`` fallbacks."""
-    parts = urlsplit(endpoint)
-    url = urlunsplit((parts.scheme, parts.netloc, "/backends", "", ""))
+    url = route_url(endpoint, "/backends")
     headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
     response = requests.get(url, headers=headers, timeout=timeout, verify=ca_bundle or True)
     if response.status_code == 401:
