@@ -7,6 +7,9 @@ servers in one test process never share counts). The series:
 - ``vlm_reward_queue_wait_seconds``, ``vlm_reward_video_decode_seconds``,
   ``vlm_reward_model_seconds`` (histograms, by backend): where a ``/score`` spent its time;
 - ``vlm_reward_jobs_queued`` / ``vlm_reward_jobs_running`` (gauges, by backend);
+- ``vlm_reward_prompt_tokens_total`` / ``vlm_reward_generated_tokens_total`` (counters, by
+  backend): the tokens the model read and wrote, as the backend counted them
+  (:class:`~vlm_reward.backends.base.TokenUsage`; a backend that cannot count adds 0);
 - ``vlm_reward_jobs_aborted_total{backend,reason}``: jobs stopped because the client left
   (``client_disconnected``) or the server stopped (``shutting_down``);
 - ``vlm_reward_backend_state{backend,state}``: 1 for the backend's current state;
@@ -74,6 +77,15 @@ class ServerMetrics:
             "vlm_reward_jobs_queued", "Jobs waiting for the model.", ["backend"], registry=reg
         )
         self.running = prom.Gauge("vlm_reward_jobs_running", "Jobs generating.", ["backend"], registry=reg)
+        self.prompt_tokens = prom.Counter(
+            "vlm_reward_prompt_tokens", "Prompt tokens read (text and vision).", ["backend"], registry=reg
+        )
+        self.generated_tokens = prom.Counter(
+            "vlm_reward_generated_tokens",
+            "Tokens generated (1 per probability judgement).",
+            ["backend"],
+            registry=reg,
+        )
         self.aborted = prom.Counter(
             "vlm_reward_jobs_aborted",
             "Jobs stopped before their answer.",

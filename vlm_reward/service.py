@@ -184,8 +184,9 @@ class RewardService:
                     lambda total: slot.backend.frame_indices(total, req.nframes),
                 )
                 submitted = time.perf_counter()
+                job = _job(req, video, mode)
                 try:
-                    future = reservation.submit(_job(req, video, mode))
+                    future = reservation.submit(job)
                 except BaseException:
                     video.cleanup()
                     raise
@@ -206,6 +207,7 @@ class RewardService:
             raise BackendError(slot.name, exc) from exc
         finally:
             video.cleanup()
+            self._count_tokens(slot.name, job)
         self._observe_generation(slot.name, future, submitted)
         expected = ProbabilityAnswer if mode == "probability" else str
         if not isinstance(text, expected):
@@ -225,6 +227,12 @@ class RewardService:
         started = started_at(future) or submitted
         self._observe("queue", backend, started - submitted)
         self._observe("model", backend, time.perf_counter() - started)
+
+    def _count_tokens(self, backend: str, job: ScoreJob) -> None:
+        """Add what the backend recorded in ``job.usage`` (zeros if it counted nothing)."""
+        if self.metrics is not None:
+            self.metrics.prompt_tokens.labels(backend).inc(job.usage.prompt)
+            self.metrics.generated_tokens.labels(backend).inc(job.usage.generated)
 
     def _aborted(self, backend: str, reason: str) -> None:
         if self.metrics is not None:

@@ -69,7 +69,9 @@ class FixedScoreBackend(RewardBackend):
             return ValueError(f"unknown backend_kwargs {unknown}; valid keys: {', '.join(REQUEST_KEYS)}.")
         if "error" in job.backend_kwargs:
             return RuntimeError(str(job.backend_kwargs["error"]))
-        return str(job.backend_kwargs.get("answer", self.answer))
+        answer = str(job.backend_kwargs.get("answer", self.answer))
+        job.usage.record(prompt=len(job.task_text), generated=len(answer))  # a character per "token"
+        return answer
 
 
 @register_backend

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from vlm_reward.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
 
@@ -56,3 +58,16 @@ class ServerProcess(RewardServerProcess):
         """Wait for ``/health`` 200; fail the test with the server log if it never comes."""
         self.wait_until(lambda reply: reply.status_code == 200, timeout, "healthy")
         return self
+
+
+def token_counts(base_url: str, backend: str) -> tuple[float, float]:
+    """(prompt, generated) tokens a server's ``GET /metrics`` has counted for ``backend`` so far."""
+    text = requests.get(f"{base_url}/metrics", timeout=10).text
+    samples = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.labels.get("backend") == backend
+    }
+    names = ("vlm_reward_prompt_tokens_total", "vlm_reward_generated_tokens_total")
+    return samples.get(names[0], 0.0), samples.get(names[1], 0.0)

@@ -86,7 +86,8 @@ def completion(prompt_tokens: int, content: str = "", logprobs: dict[int, float]
     if logprobs is not None:
         top = [{"token": f"token_id:{t}", "logprob": lp} for t, lp in logprobs.items()]
         choice["logprobs"] = {"content": [{"token": "x", "logprob": 0.0, "top_logprobs": top}]}
-    return {"choices": [choice], "usage": {"prompt_tokens": prompt_tokens}}
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(content) or 1}  # any fixed count
+    return {"choices": [choice], "usage": usage}
 
 
 def test_registered_and_base_url_is_required() -> None:
@@ -159,7 +160,10 @@ def test_a_resampling_upstream_is_caught_by_the_prompt_length(
     assert isinstance(error, RuntimeError) and f"the pinned frames make {expected}" in str(error)
     assert "--media-io-kwargs" in str(error)
     upstream.reply = lambda b: completion(expected, content="<answer>1</answer>")
-    assert backend.generate([job(sample_mp4, "auto")]) == ["<answer>1</answer>"]
+    accepted = job(sample_mp4, "auto")
+    assert backend.generate([accepted]) == ["<answer>1</answer>"]
+    # The upstream's usage is what /metrics counts.
+    assert (accepted.usage.prompt, accepted.usage.generated) == (expected, len("<answer>1</answer>"))
 
 
 def test_sampling_settings_reach_the_upstream_and_bad_ones_fail_alone(

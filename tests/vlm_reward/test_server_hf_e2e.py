@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, token_counts
 from vlm_reward.video_io import count_frames
 
 pytestmark = pytest.mark.slow
@@ -116,3 +116,22 @@ def test_roboreward_preset_refuses_a_text_mode_that_would_misread_it(served) -> 
     response = requests.post(server.endpoint, json=body, timeout=120)
     assert response.status_code == 400, response.text
     assert "read in score_mode 'rubric' or 'probability', not 'auto'" in response.json()["error"]["message"]
+
+
+# Prompt tokens of the fixture clip (16 frames, "qwen" layout: no answer prefix, so both
+# modes read the same prompt), vision included, as the backend counts them for /metrics.
+PINNED_PROMPT_TOKENS = {"qwen2_5_vl": 1525, "qwen3_vl": 1643}
+
+
+@pytest.mark.parametrize(
+    ("score_mode", "generated"), [("probability", 1), ("auto", 6)], ids=["probability", "text"]
+)
+def test_metrics_count_the_tokens_the_model_read_and_wrote(
+    served, family: str, score_mode: str, generated: int
+) -> None:
+    server, video = served
+    before = token_counts(server.url(""), "qwen_vl_hf")
+    body = _request(video, score_mode=score_mode, backend_kwargs={"prompt": "qwen", "max_new_tokens": 6})
+    requests.post(server.endpoint, json=body, timeout=120)
+    after = token_counts(server.url(""), "qwen_vl_hf")
+    assert (after[0] - before[0], after[1] - before[1]) == (PINNED_PROMPT_TOKENS[family], generated)

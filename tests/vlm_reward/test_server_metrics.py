@@ -1,7 +1,8 @@
 """``GET /metrics`` of a real server process, parsed with ``prometheus_client``'s own parser.
 
 A known mix of requests (three scored, a 422, an unknown backend, an unknown path, a request
-without a key, a client that leaves mid-generation) moves each series by exactly its count,
+without a key, a client that leaves mid-generation) moves each series by exactly its count
+(tokens included),
 and made-up names add no series. The server has a key in ``--api-key-file`` and
 ``--metrics-public``, so the scrape needs no key while ``/score`` does.
 """
@@ -106,6 +107,11 @@ def test_a_known_mix_of_requests_moves_each_series_by_exactly_its_count(server: 
     assert delta(before, after, "vlm_reward_model_seconds_count") == {backend: 3}
     assert delta(before, after, "vlm_reward_queue_wait_seconds_count") == {backend: 3}
     assert delta(before, after, "vlm_reward_video_decode_seconds_count") == {backend: 4}
+    # fixed_score counts a character as a token; the job whose client left adds nothing.
+    assert delta(before, after, "vlm_reward_prompt_tokens_total") == {backend: 3 * len(SCORE["task_text"])}
+    assert delta(before, after, "vlm_reward_generated_tokens_total") == {
+        backend: 3 * len("<answer>0.8</answer>")
+    }
     model_sum = after[("vlm_reward_model_seconds_sum", backend)] - before.get(
         ("vlm_reward_model_seconds_sum", backend), 0
     )

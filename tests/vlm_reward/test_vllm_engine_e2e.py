@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import REPO, ServerProcess, token_counts
 from tests.support.vllm_venv import (
     ENGINE_START_TIMEOUT_S,
     TEST_ENGINE_KWARGS,
@@ -350,10 +350,14 @@ def test_qwen_probability_is_the_transformers_backend_s(
     """The default mode reads P(yes) from the engine's log-probabilities of the answer tokens."""
     qwen, _ = servers
     job = clip_job(clip, 16, mode="probability")
+    base = qwen.endpoint.removesuffix("/score")
+    before = token_counts(base, "qwen_vl_vllm")
     response, calls = post(qwen, job)
     [(prompt_tokens, output_tokens, _)] = calls
     assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "yes_no", job)
     assert output_tokens == 1  # one step: the first answer position
+    after = token_counts(base, "qwen_vl_vllm")
+    assert (after[0] - before[0], after[1] - before[1]) == (prompt_tokens, 1)  # what /metrics counts
     body = response.json()
     assert response.status_code == 200 and body["score"] == body["probability"], body
     # vLLM runs the checkpoint in bfloat16 on CPU, transformers in float32.

@@ -23,6 +23,23 @@ if TYPE_CHECKING:
     from vlm_reward.video_io import Clip
 
 
+@dataclass
+class TokenUsage:
+    """The tokens one job cost: its prompt (text and vision) and what the model generated.
+
+    A judgement read from the logits (score mode "probability") reads one answer position:
+    it counts as one generated token, as vLLM reports it. Zeros mean "not counted" (a
+    backend that cannot tell, a job that failed before the model ran).
+    """
+
+    prompt: int = 0
+    generated: int = 0
+
+    def record(self, prompt: int, generated: int) -> None:
+        """Set the job's counts (a backend calls this once, when the job's answer is ready)."""
+        self.prompt, self.generated = int(prompt), int(generated)
+
+
 @dataclass(frozen=True)
 class ScoreJob:
     """One episode to judge, already validated by the server.
@@ -38,6 +55,9 @@ class ScoreJob:
     ``cancelled`` is set when nobody waits for the answer any more (the client went away,
     the server is shutting down). A backend should check it between tokens and stop that
     job early, answering :class:`JobCancelledError` for it; other jobs of the batch go on.
+
+    ``usage`` is where a backend that can count tokens records what the job cost
+    (:meth:`TokenUsage.record`); the server adds it to ``/metrics``' token counters.
     """
 
     task_text: str
@@ -49,6 +69,7 @@ class ScoreJob:
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
     clip: Clip | None = field(default=None, compare=False, repr=False)
     score_mode: str | None = None  # how the answer is read; None: the backend's default
+    usage: TokenUsage = field(default_factory=TokenUsage, compare=False, repr=False)
 
 
 class JobCancelledError(RuntimeError):

@@ -269,7 +269,9 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         if response.status_code != 200:
             raise RuntimeError(f"the upstream answered {response.status_code}: {response.text[:500]}")
         reply = response.json()
-        reported = reply.get("usage", {}).get("prompt_tokens")
+        usage = reply.get("usage") or {}
+        reported = usage.get("prompt_tokens")
+        job.usage.record(reported or 0, usage.get("completion_tokens") or 0)
         if self.check_prompt_tokens and reported not in accepted:
             raise RuntimeError(
                 f"the upstream's prompt has {reported} tokens, the pinned frames make "

@@ -243,11 +243,13 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         """
         import torch
 
+        inputs = self._model_inputs(group)
         with torch.inference_mode():
-            logits = self._model(**self._model_inputs(group)).logits[:, -1, :]
+            logits = self._model(**inputs).logits[:, -1, :]
         rows = torch.log_softmax(logits.float(), dim=-1)
         answers = []
-        for prepared, row in zip(group, rows, strict=True):
+        for prepared, row, prompt in zip(group, rows, _prompt_lengths(inputs), strict=True):
+            prepared.job.usage.record(prompt, generated=1)
             ids = prepared.tokens.ids
             answers.append(
                 probability_answer(dict(zip(ids, row[ids].tolist(), strict=True)), prepared.tokens)
@@ -265,6 +267,9 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
             output = self._model.generate(**inputs, **kwargs, stopping_criteria=stop)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = self._processor.batch_decode(new_tokens, skip_special_tokens=True)
+        generated = _generated_lengths(new_tokens, self._model.generation_config.pad_token_id)
+        for p, prompt, count in zip(group, _prompt_lengths(inputs), generated, strict=True):
+            p.job.usage.record(prompt, count)
         return [
             JobCancelledError("the job was cancelled while it was generating.")
             if p.job.cancelled.is_set()
@@ -276,3 +281,16 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         """Drop the model and processor so their memory can be reclaimed."""
         self._model = None
         self._processor = None
+
+
+def _prompt_lengths(inputs: Any) -> list[int]:
+    """Each row's prompt tokens, text and vision: its attention mask without the left padding."""
+    return inputs["attention_mask"].sum(dim=1).tolist()
+
+
+def _generated_lengths(new_tokens: Any, pad_token_id: int | None) -> list[int]:
+    """Each row's generated tokens: a row that stopped early is padded to the longest, and
+    its padding was never generated (where the pad id is the stop token, that is not counted)."""
+    if pad_token_id is None:
+        return [new_tokens.shape[1]] * new_tokens.shape[0]
+    return (new_tokens != pad_token_id).sum(dim=1).tolist()

@@ -228,6 +228,7 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         if output is None:
             raise RuntimeError("vLLM finished the request without an output.")
         completion = output.outputs[0]
+        job.usage.record(len(output.prompt_token_ids), len(completion.token_ids))
         # The engine's own prompt length shows how many frames it really got (a resampled
         # video has far fewer tokens); the end-to-end tests compare it with the HF backend's.
         logger.info(
