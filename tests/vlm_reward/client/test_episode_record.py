@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -211,3 +213,22 @@ def test_a_closed_writer_refuses_to_write_and_closes_twice(tmp_path: Path) -> No
     with pytest.raises(ValueError, match="is closed"):
         log.write(record)
     assert read_episode_log(tmp_path / "log.jsonl") == [record]
+
+
+def test_reading_and_writing_a_log_needs_no_rlinf(tmp_path: Path) -> None:
+    """The tools that read logs (rescore, report, metrics) must work with only vlm_reward installed."""
+    path = tmp_path / "log.jsonl"
+    path.write_text(ENV_LINE + "\n")
+    script = (
+        "import sys; sys.modules['rlinf'] = None\n"  # any import of rlinf now raises ImportError
+        "from vlm_reward.client.episode_record import read_episode_log, write_episode_log\n"
+        f"records = read_episode_log({str(path)!r})\n"
+        f"write_episode_log({str(tmp_path / 'copy.jsonl')!r}, records)\n"
+        "assert not [n for n, m in sys.modules.items() if m and n.split('.')[0] == 'rlinf']\n"
+    )
+    repo = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "copy.jsonl").read_text() == ENV_LINE + "\n"
