@@ -23,6 +23,7 @@ import pytest
 
 from rlinf.envs.libero.episode_reward import (
     VLM_METRIC_KEYS,
+    Ended,
     EpisodeRewards,
     Shaping,
     end_step_correction,
@@ -43,14 +44,14 @@ def _result(score: float, fallback: bool = False) -> SimpleNamespace:
 
 
 class Judge:
-    """A ``submit`` that answers ``score`` at once and remembers every call."""
+    """A scoring call that answers ``score`` at once and remembers every call."""
 
     def __init__(self, score: float = 0.8, error: Exception | None = None) -> None:
         self.score, self.error = score, error
         self.calls: list[tuple[int, int, bool]] = []  # (env, frames, native_success)
 
-    def __call__(self, env: int, frames: list[np.ndarray], native: bool) -> Future:
-        self.calls.append((env, len(frames), native))
+    def __call__(self, ended: Ended) -> Future:
+        self.calls.append((ended.env, len(ended.frames), ended.native_success))
         future: Future = Future()
         if self.error is not None:
             future.set_exception(self.error)
@@ -131,10 +132,24 @@ def _rl(case: Case) -> SimpleNamespace:
     )
 
 
+def submit(
+    core: EpisodeRewards,
+    judge: Callable[[Ended], Future],
+    dones: np.ndarray,
+    native: np.ndarray,
+    elapsed: np.ndarray,
+) -> list[int]:
+    """Record one step and start the scoring call of each episode that ended, as the env does."""
+    ended = core.record_step([FRAME, FRAME], dones, native, elapsed)
+    for episode in ended:
+        core.submitted(episode.env, judge(episode))
+    return [episode.env for episode in ended]
+
+
 def drive(case: Case, formula: Callable, train: bool = True, native_at: int | None = None) -> Run:
     """Step the core the way ``LiberoEnv``'s hooks do; RLinf's state lives in ``rl``."""
     rl, judge = _rl(case), Judge(case.score)
-    core = EpisodeRewards(2, _settings(binary=case.binary, train=train), judge)
+    core = EpisodeRewards(2, _settings(binary=case.binary, train=train))
     shaping = Shaping(COEF, case.use_rel)
     for env in (0, 1):
         core.start(env, FRAME)
@@ -153,7 +168,7 @@ def drive(case: Case, formula: Callable, train: bool = True, native_at: int | No
             rl.success_once |= native
             if train:
                 core.count_return(rl.returns, reward, counted_by_rlinf)
-            core.record_step([FRAME, FRAME], np.array([step >= case.end, False]), rl.success_once, rl.elapsed)
+            submit(core, judge, np.array([step >= case.end, False]), rl.success_once, rl.elapsed)
             window.append(reward)
             signals.append(np.array([s_true if case.end <= step else 0.0, 0.0]))
         rewards = np.stack(window, axis=1)
@@ -284,30 +299,44 @@ def test_end_step_correction_rejects_a_position_outside_the_window(position: int
 # ---- the contract's guards -------------------------------------------------------------
 
 
-def _core(judge: Any = None) -> EpisodeRewards:
-    core = EpisodeRewards(2, _settings(), judge or Judge())
+def _core() -> EpisodeRewards:
+    core = EpisodeRewards(2, _settings())
     core.start(0, FRAME)
     core.start(1, FRAME)
     return core
 
 
-def _step(core: EpisodeRewards, dones: tuple[bool, bool]) -> list[int]:
-    return core.record_step([FRAME, FRAME], np.array(dones), np.zeros(2, bool), np.ones(2, np.int64))
+def _step(core: EpisodeRewards, dones: tuple[bool, bool], judge: Any = None) -> list[int]:
+    return submit(core, judge or Judge(), np.array(dones), np.zeros(2, bool), np.ones(2, np.int64))
 
 
 def test_the_request_is_in_flight_before_the_window_ends() -> None:
     started = []
 
-    def submit(env: int, frames: list, native: bool) -> Future:
-        started.append(env)
+    def call(ended: Ended) -> Future:
+        started.append(ended.env)
         return Future()  # still running
 
-    core = _core(submit)
+    core = _core()
     core.open_window()
-    assert _step(core, (False, True)) == [1] and started == [1]
+    assert _step(core, (False, True), call) == [1] and started == [1]
     assert core.pending == {1: 0}
-    _step(core, (False, True))
-    assert started == [1], "an ended env is not submitted again"
+    _step(core, (False, True), call)
+    assert started == [1], "an ended env is not returned again"
+
+
+def test_record_step_returns_the_ended_episodes_and_calls_nothing() -> None:
+    core = _core()
+    core.open_window()
+    ended = core.record_step([FRAME, FRAME], np.array([True, False]), np.array([True, False]), np.full(2, 3))
+    assert [(e.env, len(e.frames), e.native_success) for e in ended] == [(0, 2, True)]
+    assert core.pending == {0: 0}
+    with pytest.raises(RuntimeError, match=r"collect\(\) before the scoring calls of envs \[0\]"):
+        core.collect(np.zeros(2), np.zeros(2), Shaping(COEF, True))
+    core.submitted(0, Judge()(ended[0]))
+    with pytest.raises(RuntimeError, match="env 0 has no ended episode waiting"):
+        core.submitted(0, Future())
+    assert [s.env for s in core.collect(np.zeros(2), np.zeros(2), Shaping(COEF, True))] == [0]
 
 
 def test_reset_with_a_pending_score_raises_instead_of_dropping_it() -> None:
@@ -339,9 +368,9 @@ def test_record_step_needs_a_window_and_windows_do_not_nest() -> None:
 
 
 def test_a_failed_call_raises_after_every_call_is_done_and_records_nothing() -> None:
-    core = _core(Judge(error=RuntimeError("HTTP 500")))
+    core = _core()
     core.open_window()
-    _step(core, (True, True))
+    _step(core, (True, True), Judge(error=RuntimeError("HTTP 500")))
     returns = np.zeros(2)
     with pytest.raises(RuntimeError, match="HTTP 500"):
         core.collect(returns, np.zeros(2), Shaping(COEF, True))
@@ -373,4 +402,4 @@ def test_settings_change_only_between_episodes() -> None:
 @pytest.mark.parametrize("num_envs", [0, -1, 1.5, True], ids=["zero", "negative", "float", "bool"])
 def test_num_envs_must_be_a_positive_int(num_envs: Any) -> None:
     with pytest.raises(ValueError, match="num_envs must be an int >= 1"):
-        EpisodeRewards(num_envs, _settings(), Judge())
+        EpisodeRewards(num_envs, _settings())

@@ -19,13 +19,13 @@ import pytest
 
 from examples.embodiment.reward_eval.commands import audit as audit_cmd
 from examples.embodiment.reward_eval.commands import report as report_cmd
-from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
 from tests.examples.conftest import run_reward_eval
 from tests.examples.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
 from tests.support.browser import HeadlessChromium, broken_links
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.video_io import encode_mp4
 
 JUDGE = ["--plugin", "tests.support.frame_backends", "--backend", "square_position", "--model", "none"]
@@ -85,7 +85,7 @@ def write_run(run_dir: Path, episodes: list[tuple[int, bool, np.ndarray | None]]
         sent = 16 if frames is None else len(frames)
         result = ScoreResult(0.5, 0.5, "0.5", 0.1, False, video_path=str(video), num_frames_sent=sent)
         meta = {"task_id": task, "task_text": f"task {task}", "trial_id": i}
-        lines.append(json.dumps(episode_record(result, native, cfg, **meta)))
+        lines.append(json.dumps(EpisodeRecord.judged(meta, result, native, cfg).to_json()))
     (run_dir / "vlm_episodes_train_rank0.jsonl").write_text("\n".join(lines) + "\n")
     return run_dir
 

@@ -378,21 +378,22 @@ def test_wrong_container_types_raise_type_error(records: Any, error: type[Except
 
 
 def test_load_episodes_reads_the_env_episode_log(tmp_path: Path) -> None:
-    """Round trip through the env's own writer, so the reader follows the real format."""
-    from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_record
+    """Round trip through the env's own writer and record, so the reader follows the real format."""
     from rlinf.envs.libero.reward_model_config import RewardModelConfig
     from rlinf.envs.libero.vlm_reward_client import ScoreResult
+    from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
 
     cfg = RewardModelConfig(enable=True, success_threshold=0.6)
-    log = EpisodeLog(str(tmp_path / "vlm_episodes_train_rank0.jsonl"))
+    log = EpisodeLogWriter(str(tmp_path / "vlm_episodes_train_rank0.jsonl"))
     for i, (score, native) in enumerate([(0.9, True), (0.55, True), (0.2, False)]):
         result = ScoreResult(
             score=score, raw_value=score, answer=f"<answer>{score}</answer>", latency_s=0.5, fallback=False
         )
-        log.write(episode_record(result, native, cfg, task_id=i % 2, task_text=f"task {i % 2}", trial_id=i))
+        meta = {"task_id": i % 2, "task_text": f"task {i % 2}", "trial_id": i}
+        log.write(EpisodeRecord.judged(meta, result, native, cfg))
     log.close()
     records = load_episodes(log.path)
-    assert [r["vlm_score"] for r in records] == [0.9, 0.55, 0.2]
+    assert [r.vlm_score for r in records] == [0.9, 0.55, 0.2]
     summary = summarize(records)
     assert (summary["threshold"], summary["threshold_source"]) == (0.6, "records")
     assert summary["overall"]["fn"] == 1  # 0.55 < 0.6 on a native success
@@ -400,9 +401,11 @@ def test_load_episodes_reads_the_env_episode_log(tmp_path: Path) -> None:
     assert set(summary["per_task"]) == {"0", "1"}
 
 
+LINE = json.dumps(rec(True, 0.9))
 LOAD_ERROR_CASES = [
-    ("truncated-line", '{"task_id": 0}\n\n{"task_id": 1, "vlm', "line 3: not valid JSON"),
-    ("array-line", '{"task_id": 0}\n[1, 2]\n', "line 2: expected a JSON object, got list"),
+    ("truncated-line", LINE + '\n\n{"task_id": 1, "vlm', "line 3: not valid JSON"),
+    ("array-line", LINE + "\n[1, 2]\n", "line 2: expected a JSON object, got list"),
+    ("missing-key", LINE + '\n{"task_id": 1}\n', r"line 2 lacks \['native_success', 'vlm_score'\]"),
 ]
 
 
@@ -418,5 +421,5 @@ def test_load_episodes_names_the_bad_line(tmp_path: Path, text: str, message: st
 
 def test_load_episodes_skips_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "episodes.jsonl"
-    path.write_text('\n{"a": 1}\n   \n{"a": 2}\n')
-    assert load_episodes(path) == [{"a": 1}, {"a": 2}]
+    path.write_text(f"\n{LINE}\n   \n{json.dumps(rec(False, 0.1))}\n")
+    assert [(r.native_success, r.vlm_score) for r in load_episodes(path)] == [(True, 0.9), (False, 0.1)]

@@ -21,10 +21,10 @@ import pytest
 from examples.embodiment.reward_eval.analysis.progress import CONSTANT, UNREADABLE
 from examples.embodiment.reward_eval.commands import report as report_cmd
 from examples.embodiment.reward_eval.commands import rescore
-from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.video_io import encode_mp4
 
 # task text -> {frame count of the video the server decoded: score}. K = 4 cuts a video of
@@ -86,7 +86,7 @@ def source_run(tmp_path: Path) -> Path:
             video.write_bytes(b"not a video")
         result = ScoreResult(0.5, 0.5, "0.5", 0.2, False, video_path=str(video), num_frames_sent=frames or 16)
         meta = {"task_id": task, "task_text": f"task {task}", "trial_id": i}
-        lines.append(json.dumps(episode_record(result, native, cfg, **meta)))
+        lines.append(json.dumps(EpisodeRecord.judged(meta, result, native, cfg).to_json()))
     (run_dir / "vlm_episodes_train_rank0.jsonl").write_text("\n".join(lines) + "\n")
     return run_dir
 

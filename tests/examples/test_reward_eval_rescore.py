@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from examples.embodiment.reward_eval.commands import rescore
-from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient
 from tests.examples.conftest import EvalRun
 from tests.support.server import ServerProcess, free_port
+from vlm_reward.client.episode_record import EpisodeRecord
 
 ANSWER = 0.7  # what the fixed_score server answers in these tests
 
@@ -43,7 +43,7 @@ def source_run(tmp_path: Path, sample_mp4: str) -> Path:
         shutil.copy(sample_mp4, video)
         result = ScoreResult(0.1, 0.1, "0.1", 0.2, False, video_path=str(video), num_frames_sent=16)
         meta = {"task_id": i % 2, "task_text": f"task {i % 2}", "trial_id": i, "episode_length": 20 + i}
-        lines.append(json.dumps(episode_record(result, native, cfg, **meta)))
+        lines.append(json.dumps(EpisodeRecord.judged(meta, result, native, cfg).to_json()))
     (run_dir / "vlm_episodes_train_rank0.jsonl").write_text("\n".join(lines) + "\n")
     return run_dir
 

@@ -7,9 +7,11 @@ simulator or the server itself. It keeps, per env:
   reset frame included, until the episode has been scored;
 * which episodes have ended (first termination or truncation; an ended env is not
   scored again before its reset) and their native success and length at that step;
-* the pending scores: an episode's scoring is submitted the moment it ends (the
-  ``submit`` callable, e.g. ``VLMRewardClient.submit``, returns a future), and the result
-  is collected later, at the end of the chunk or before an auto-reset;
+* the pending scores: :meth:`EpisodeRewards.record_step` returns the episodes that end at
+  that step (:class:`Ended`: env, frames, native success); the env starts their scoring
+  call at once and hands the core each call's future (:meth:`EpisodeRewards.submitted`),
+  whose result is collected later, at the end of the chunk or before an auto-reset. The
+  core never calls out: it returns what ended and is told what was started;
 * the held signal ``s`` fed to RLinf's ``_calc_step_reward`` in place of the termination
   flag, and the metric values of each env's current episode.
 
@@ -31,12 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+
+from vlm_reward.client.episode_record import is_success
 
 logger = logging.getLogger(__name__)
 
@@ -70,16 +74,25 @@ class SignalSettings(Protocol):
     use_for_training: bool
 
 
-# submit(env, frames, native_success) -> a future of the episode's judgement
-Submit = Callable[[int, list[np.ndarray], bool], "Future[Any]"]
-
-
 @dataclass(frozen=True)
 class Shaping:
     """RLinf's reward settings that the correction depends on (the step penalty does not)."""
 
     reward_coef: float
     use_rel_reward: bool
+
+
+@dataclass(frozen=True)
+class Ended:
+    """An episode that ended at this step: what its scoring call needs.
+
+    ``frames`` is the core's own list, never changed afterwards (a reset starts a new one),
+    so a call may read it from another thread.
+    """
+
+    env: int
+    frames: list[np.ndarray]
+    native_success: bool
 
 
 @dataclass(frozen=True)
@@ -98,13 +111,13 @@ class Scored:
 def success_signal(score: float, cfg: SignalSettings) -> float:
     """The value fed into RLinf's reward shaping in place of the termination flag."""
     if cfg.binary_reward:
-        return float(score >= cfg.success_threshold)
+        return float(is_success(score, cfg.success_threshold))
     return float(score)
 
 
 def episode_metrics(result: Judgement, native_success: bool, cfg: SignalSettings) -> dict[str, float]:
     """Metric values of one scored episode, keyed like :data:`VLM_METRIC_KEYS`."""
-    vlm_success = result.score >= cfg.success_threshold
+    vlm_success = is_success(result.score, cfg.success_threshold)
     return {
         "vlm_scored": 1.0,
         "vlm_score": float(result.score),
@@ -141,10 +154,10 @@ class EpisodeRewards:
     RLinf's own arrays (``returns``, ``prev_step_reward``) are passed in and updated in place.
     """
 
-    def __init__(self, num_envs: int, settings: SignalSettings, submit: Submit) -> None:
+    def __init__(self, num_envs: int, settings: SignalSettings) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}.")
-        self.num_envs, self.settings, self._submit = num_envs, settings, submit
+        self.num_envs, self.settings = num_envs, settings
         self.frames: list[list[np.ndarray]] = [[] for _ in range(num_envs)]
         self.ended = np.zeros(num_envs, dtype=bool)
         self.signal = np.zeros(num_envs)  # the s fed to _calc_step_reward, held after the end step
@@ -152,7 +165,7 @@ class EpisodeRewards:
         self._native = np.zeros(num_envs, dtype=bool)
         self._length = np.zeros(num_envs, dtype=np.int64)
         self._scored_count = np.zeros(num_envs, dtype=np.int64)
-        self._pending: dict[int, tuple[int, Future]] = {}  # env -> (position, future)
+        self._pending: dict[int, tuple[int, Future | None]] = {}  # env -> (position, future once submitted)
         self._corrections: list[tuple[int, int, float, Shaping]] = []  # (env, position, s, shaping)
         self._window: int | None = None  # steps recorded in the open window; None: closed
 
@@ -208,10 +221,11 @@ class EpisodeRewards:
 
     def record_step(
         self, images: Sequence[np.ndarray], dones: np.ndarray, native_success: np.ndarray, elapsed: np.ndarray
-    ) -> list[int]:
-        """Cache this step's frame of each running episode; submit the episodes that end here.
+    ) -> list[Ended]:
+        """Cache this step's frame of each running episode; return the episodes that end here.
 
-        Returns the envs whose episode ended at this step (their scoring is already in flight).
+        Each returned episode is pending: the caller starts its scoring call and hands the
+        core its future with :meth:`submitted` before :meth:`collect`.
         """
         if self._window is None:
             raise RuntimeError("record_step() needs an open window (open_window()).")
@@ -222,11 +236,16 @@ class EpisodeRewards:
                 self.ended[env] = True
                 self._native[env] = bool(native_success[env])
                 self._length[env] = int(elapsed[env])
-                future = self._submit(env, self.frames[env], bool(native_success[env]))
-                self._pending[env] = (position, future)
-                ended_now.append(env)
+                self._pending[env] = (position, None)
+                ended_now.append(Ended(env, self.frames[env], bool(native_success[env])))
         self._window += 1
         return ended_now
+
+    def submitted(self, env: int, future: Future) -> None:
+        """The scoring call of ``env``'s ended episode (from :meth:`record_step`) has started."""
+        if env not in self._pending or self._pending[env][1] is not None:
+            raise RuntimeError(f"env {env} has no ended episode waiting for its scoring call.")
+        self._pending[env] = (self._pending[env][0], future)
 
     def count_return(
         self, returns: np.ndarray, step_reward: np.ndarray, counted_by_rlinf: np.ndarray
@@ -248,6 +267,9 @@ class EpisodeRewards:
         the metrics, and with ``use_for_training`` the held signal, the return's term,
         ``prev_step_reward``'s term (``use_rel_reward``) and a correction of its window.
         """
+        unsubmitted = sorted(env for env, (_, future) in self._pending.items() if future is None)
+        if unsubmitted:
+            raise RuntimeError(f"collect() before the scoring calls of envs {unsubmitted} were submitted().")
         items = sorted(self._pending.items())
         self._pending.clear()
         results, errors = [], []
@@ -314,6 +336,8 @@ class EpisodeRewards:
         """
         dropped = sorted(self._pending)
         for _, future in self._pending.values():
+            if future is None:
+                continue
             with contextlib.suppress(Exception):  # the window failed already; that error is raised
                 future.result()
         if dropped:

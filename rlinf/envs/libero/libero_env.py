@@ -3,25 +3,39 @@
 This module is the wiring only: hooks into RLinf's ``LiberoEnv`` that feed the pure
 episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the scoring client
 (:mod:`rlinf.envs.libero.vlm_reward_client`) and the JSONL episode log
-(:mod:`rlinf.envs.libero.episode_scoring`).
+(:mod:`rlinf.envs.libero.episode_log`, lines :class:`vlm_reward.client.episode_record.EpisodeRecord`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
 import torch
 
 from rlinf._overlay import load_installed_module
-from rlinf.envs.libero.episode_reward import EpisodeRewards, Scored, Shaping
-from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_log_path, episode_record, worker_rank
+from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
+from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Scored, Shaping
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, ScoreResult, VLMRewardClient
+from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
 
 _upstream = load_installed_module(__name__)
+
+
+def worker_rank(worker_info: Any) -> int:
+    """The env worker's rank, RLinf's ``WorkerInfo.rank``; 0 for an env built outside a worker.
+
+    (RLinf's ``seed_offset`` is ``rank * stage_num + stage``: not the rank once a worker
+    runs several pipeline stages.)
+    """
+    if worker_info is None:
+        return 0
+    rank = getattr(worker_info, "rank", None)
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"worker_info.rank must be an int >= 0, got {rank!r}.")
+    return rank
 
 
 class LiberoEnv(_upstream.LiberoEnv):
@@ -55,19 +69,24 @@ class LiberoEnv(_upstream.LiberoEnv):
       rank (``worker_info.rank``; 0 outside a worker).
 
     :meth:`set_reward_model` changes the ``reward_model`` block between episodes.
+
+    RLinf methods overridden (each says what of RLinf 0.3 it relies on): ``reset``, ``step``,
+    ``chunk_step``, ``_handle_auto_reset``, ``_calc_step_reward`` and ``close``; everything
+    else, ``_record_metrics`` included, is RLinf's.
     """
 
     def __init__(self, cfg: Any, num_envs: int, seed_offset: int, total_num_processes: int, worker_info: Any):
         self._reward_model = RewardModelConfig.from_mapping(cfg.get("reward_model", None))
         self._rewards: EpisodeRewards | None = None
         self._client: VLMRewardClient | None = None
-        self._log: EpisodeLog | None = None
+        self._log: EpisodeLogWriter | None = None
         self._worker_rank = worker_rank(worker_info)  # checked before RLinf starts the env processes
+        self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
         if self._reward_model.enable:
             self._client = VLMRewardClient(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
-            self._rewards = EpisodeRewards(num_envs, self._reward_model, self._submit)
+            self._rewards = EpisodeRewards(num_envs, self._reward_model)
 
     # ---- public surface ---------------------------------------------------------------
 
@@ -114,9 +133,14 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._reward_model = new
         return new
 
-    # ---- hooks into RLinf's LiberoEnv -------------------------------------------------
+    # ---- hooks into RLinf's LiberoEnv (0.3): only these six are overridden ----------------
 
     def reset(self, env_idx: Any = None, reset_state_ids: Any = None) -> tuple[dict, dict]:
+        """RLinf's ``LiberoEnv.reset(env_idx, reset_state_ids)``, then each reset env's first frame cached.
+
+        Depends on RLinf returning the reset obs with ``main_images`` for every env (those
+        not reset included) and on ``_handle_*_auto_reset`` resetting through this method.
+        """
         obs, infos = super().reset(env_idx=env_idx, reset_state_ids=reset_state_ids)
         if self._rewards is not None:
             idx = np.arange(self.num_envs) if env_idx is None else np.atleast_1d(env_idx)
@@ -126,6 +150,12 @@ class LiberoEnv(_upstream.LiberoEnv):
         return obs, infos
 
     def step(self, actions: Any = None, auto_reset: bool = True) -> tuple:
+        """RLinf's ``LiberoEnv.step(actions, auto_reset)`` with each step's frame recorded.
+
+        RLinf's ``chunk_step`` calls it per step with ``auto_reset=False`` inside our window;
+        called on its own it is a window of one step, scored before it returns, and the
+        auto-reset (RLinf's ``_handle_auto_reset``) comes after the scores are collected.
+        """
         if self._rewards is None:
             return super().step(actions, auto_reset)
         if self._rewards.window_open:  # one step of our chunk_step
@@ -144,6 +174,12 @@ class LiberoEnv(_upstream.LiberoEnv):
         return obs, reward, terminations, truncations, infos
 
     def chunk_step(self, chunk_actions: Any) -> tuple:
+        """RLinf's ``LiberoEnv.chunk_step(chunk_actions)`` as one window of the reward core.
+
+        Depends on RLinf stepping through ``self.step(..., auto_reset=False)`` and auto-resetting
+        once, at the end, through ``_handle_auto_reset``; the scores still pending then are
+        collected here and the VLM terms added to the chunk's ``[num_envs, steps]`` rewards.
+        """
         if self._rewards is None:
             return super().chunk_step(chunk_actions)
         self._rewards.open_window()
@@ -157,27 +193,28 @@ class LiberoEnv(_upstream.LiberoEnv):
         return obs_list, rewards, terminations, truncations, infos_list
 
     def _handle_auto_reset(self, dones: np.ndarray, final_obs: Any, infos: dict) -> tuple:
+        """RLinf's ``LiberoEnv._handle_auto_reset(dones, final_obs, infos)``, after collecting the scores.
+
+        RLinf deep-copies ``infos`` into ``final_info`` before it resets, so the ended
+        episodes' metrics written here reach ``final_info``; the reset ids are still theirs.
+        """
         if self._rewards is not None:
-            self._collect(infos)  # before the reset clears the episode (its final_info gets the metrics)
+            self._collect(infos)
         return super()._handle_auto_reset(dones, final_obs, infos)
 
     def _calc_step_reward(self, terminations: np.ndarray) -> np.ndarray:
-        if self._trains_on_vlm:
-            return super()._calc_step_reward(self._rewards.signal.copy())
-        return super()._calc_step_reward(terminations)
+        """RLinf's ``LiberoEnv._calc_step_reward(terminations)`` fed the held VLM signal instead.
 
-    def _record_metrics(self, step_reward: np.ndarray, terminations: np.ndarray, infos: dict) -> dict:
-        """RLinf's metrics, with ``return`` counted over the VLM episode when training on it."""
+        RLinf's ``step`` calls it once per step, before ``_record_metrics`` adds the result to
+        ``returns``; the step reward (float64, before ``to_tensor``) is kept for the return.
+        """
         if not self._trains_on_vlm:
-            return super()._record_metrics(step_reward, terminations, infos)
-        counted_by_rlinf = ~self.success_once  # before RLinf updates it for this step
-        infos = super()._record_metrics(step_reward, terminations, infos)
-        self._rewards.count_return(self.returns, step_reward, counted_by_rlinf)
-        self._publish_return(infos["episode"])
-        return infos
+            return super()._calc_step_reward(terminations)
+        self._step_reward = super()._calc_step_reward(self._rewards.signal.copy())
+        return self._step_reward
 
     def close(self) -> None:
-        """Wait for in-flight calls; release the client and the episode log (RLinf keeps its processes)."""
+        """Wait for in-flight calls; release the client and the episode log, then RLinf's ``close``."""
         if self._client is not None:
             self._client.close()
         if self._log is not None:
@@ -190,14 +227,30 @@ class LiberoEnv(_upstream.LiberoEnv):
     def _trains_on_vlm(self) -> bool:
         return self._reward_model.enable and self._reward_model.use_for_training
 
-    def _submit(self, env: int, frames: list[np.ndarray], native_success: bool) -> Future[ScoreResult]:
-        return self._client.submit(Episode(self.task_descriptions[env], frames, native_success))
-
     def _recorded_step(self, actions: Any) -> tuple:
+        """One RLinf step without auto-reset; the return counted over the VLM episode; frames recorded.
+
+        RLinf's ``_record_metrics`` counted the step into ``returns`` while there was no native
+        success (``success_once`` before the step); a VLM episode counts it up to and including
+        its end step, so the difference is added here, before the step's end is recorded.
+        """
+        counted_by_rlinf = ~self.success_once
         obs, reward, terminations, truncations, infos = super().step(actions, auto_reset=False)
+        if self._trains_on_vlm:
+            self._rewards.count_return(self.returns, self._step_reward, counted_by_rlinf)
+            self._publish_return(infos["episode"])
         dones = (terminations | truncations).numpy()
-        self._rewards.record_step(obs["main_images"].numpy(), dones, self.success_once, self.elapsed_steps)
+        ended = self._rewards.record_step(
+            obs["main_images"].numpy(), dones, self.success_once, self.elapsed_steps
+        )
+        for episode in ended:
+            self._submit(episode)
         return obs, reward, terminations, truncations, infos
+
+    def _submit(self, ended: Ended) -> None:
+        """Start scoring an episode that just ended; the core waits for it at collection."""
+        episode = Episode(self.task_descriptions[ended.env], ended.frames, ended.native_success)
+        self._rewards.submitted(ended.env, self._client.submit(episode))
 
     def _collect(self, infos: dict) -> None:
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""
@@ -206,7 +259,7 @@ class LiberoEnv(_upstream.LiberoEnv):
             if self._log is not None:
                 meta = self._episode_meta(scored)
                 self._log.write(
-                    episode_record(scored.result, scored.native_success, self._reward_model, **meta)
+                    EpisodeRecord.judged(meta, scored.result, scored.native_success, self._reward_model)
                 )
         if "episode" in infos:
             infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._rewards.metrics.items()})
@@ -219,18 +272,14 @@ class LiberoEnv(_upstream.LiberoEnv):
         episode_info["return"] = torch.as_tensor(self.returns.copy())
         episode_info["reward"] = torch.as_tensor(self.returns / np.maximum(lengths, 1))
 
-    def _open_episode_log(self, cfg: RewardModelConfig) -> EpisodeLog | None:
-        if cfg.episode_log_dir is None:
-            return None
-        split = "eval" if self.is_eval else "train"
-        return EpisodeLog(episode_log_path(cfg.episode_log_dir, split, self._worker_rank))
+    def _open_episode_log(self, cfg: RewardModelConfig) -> EpisodeLogWriter | None:
+        return open_episode_log(cfg.episode_log_dir, split_name(self.is_eval), self._worker_rank)
 
     def _episode_meta(self, scored: Scored) -> dict[str, Any]:
         env = scored.env  # collected before any reset: the ids are still the ended episode's
         task_id, trial_id = int(self.task_ids[env]), int(self.trial_ids[env])
-        first_state_of_task = int(self.cumsum_trial_id_bins[task_id - 1]) if task_id > 0 else 0
         return {
-            "split": "eval" if self.is_eval else "train",
+            "split": split_name(self.is_eval),
             "rank": self._worker_rank,
             "seed_offset": int(self.seed_offset),
             "env": env,
@@ -238,6 +287,6 @@ class LiberoEnv(_upstream.LiberoEnv):
             "task_id": task_id,
             "task_text": self.task_descriptions[env],
             "trial_id": trial_id,
-            "reset_state_id": first_state_of_task + trial_id,
+            "reset_state_id": reset_state_id(task_id, trial_id, self.cumsum_trial_id_bins),
             "episode_length": scored.length,
         }

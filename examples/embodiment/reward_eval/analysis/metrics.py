@@ -1,11 +1,11 @@
 """How well the VLM's judgement matches the simulator's success: pure functions over episode records.
 
-The input is the list of JSONL lines the env writes per scored episode
-(:func:`rlinf.envs.libero.episode_scoring.episode_record`, read by
-:func:`.episode_log.load_episodes`); only ``task_id``,
-``native_success`` and ``vlm_score`` are required, the rest (``task_text``, ``fallback``,
-``error``, ``error_kind``, ``latency_s``, ``success_threshold``, ``binary_reward``) is used
-when present.
+The input is the episode records the env writes, one per scored episode
+(:class:`vlm_reward.client.episode_record.EpisodeRecord`, read by
+:func:`.episode_log.load_episodes`; a decoded line as a mapping is validated into one); only
+``task_id``, ``native_success`` and ``vlm_score`` are required, the rest (``task_text``,
+``fallback``, ``error``, ``error_kind``, ``latency_s``, ``success_threshold``,
+``binary_reward``) is used when present.
 
 **Fallback episodes** carry the fallback score (by default the native success itself), not
 the VLM's judgement, so counting them would make a judge that fails every request look
@@ -48,9 +48,10 @@ from typing import Any
 import numpy as np
 
 from examples.embodiment.reward_eval.analysis.calibration import calibration
+from vlm_reward.client.episode_record import EpisodeRecord, as_record, is_success
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
-REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
+Record = EpisodeRecord | Mapping[str, Any]  # a record, or a decoded line validated into one
 
 
 @dataclass(frozen=True)
@@ -70,29 +71,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _parse_record(index: int, record: Mapping) -> _Episode:
-    if not isinstance(record, Mapping):
-        raise TypeError(f"episode record {index} must be a mapping, got {type(record).__name__}.")
-    missing = [key for key in REQUIRED_KEYS if key not in record]
-    if missing:
-        raise ValueError(f"episode record {index} lacks {missing}; required keys: {list(REQUIRED_KEYS)}.")
-    native, score = record["native_success"], record["vlm_score"]
-    # The env writes a bool; 0/1 from a hand-made or re-encoded log means the same thing.
-    if native not in (True, False):
-        raise ValueError(f"episode record {index}: native_success must be true/false, got {native!r}.")
-    if not (_is_number(score) and 0.0 <= score <= 1.0):
-        raise ValueError(f"episode record {index}: vlm_score must be a number in [0, 1], got {score!r}.")
-    latency = record.get("latency_s")
-    error_kind = record.get("error_kind") or ("unknown" if record.get("error") else None)
+def _parse_record(record: EpisodeRecord) -> _Episode:
+    latency = record.latency_s
     return _Episode(
-        task_key=task_key(record["task_id"]),
-        task_text=str(record.get("task_text") or ""),
-        native=bool(native),
-        score=float(score),
-        fallback=bool(record.get("fallback", False)),
-        error_kind=error_kind,
+        task_key=task_key(record.task_id),
+        task_text=str(record.task_text or ""),
+        native=record.native_success,
+        score=float(record.vlm_score),
+        fallback=record.fallback,
+        error_kind=record.error_kind or ("unknown" if record.error else None),
         latency_s=float(latency) if _is_number(latency) else None,
     )
+
+
+def as_records(records: Sequence[Record]) -> list[EpisodeRecord]:
+    """``records`` as :class:`EpisodeRecord`; errors name the record's index."""
+    return [as_record(r, f"episode record {i}") for i, r in enumerate(records)]
 
 
 def task_key(task_id: Any) -> str:
@@ -100,7 +94,7 @@ def task_key(task_id: Any) -> str:
     return str(task_id)
 
 
-def resolve_threshold(records: Sequence[Mapping], threshold: float | None = None) -> tuple[float, str]:
+def resolve_threshold(records: Sequence[Record], threshold: float | None = None) -> tuple[float, str]:
     """The success threshold to judge with and where it came from (``argument``, ``records``, ``default``).
 
     Without an explicit ``threshold`` the records' ``success_threshold`` is used (the one the
@@ -111,7 +105,7 @@ def resolve_threshold(records: Sequence[Mapping], threshold: float | None = None
         if not (_is_number(threshold) and 0.0 <= threshold <= 1.0):
             raise ValueError(f"threshold must be a number in [0, 1] or None, got {threshold!r}.")
         return float(threshold), "argument"
-    found = {float(r["success_threshold"]) for r in records if _is_number(r.get("success_threshold"))}
+    found = {float(r.success_threshold) for r in as_records(records) if _is_number(r.success_threshold)}
     if len(found) > 1:
         raise ValueError(
             f"the records carry different success_threshold values {sorted(found)}; "
@@ -122,24 +116,18 @@ def resolve_threshold(records: Sequence[Mapping], threshold: float | None = None
     return DEFAULT_THRESHOLD, "default"
 
 
-def is_success(score: float, threshold: float) -> bool:
-    """The success rule of every report: a score at or above the threshold is a success
-    (the env's rule for ``vlm_success``, ``score >= success_threshold``)."""
-    return float(score) >= threshold
-
-
-def vlm_success(record: Mapping, threshold: float) -> bool:
+def vlm_success(record: Record, threshold: float) -> bool:
     """The VLM's verdict on one record at ``threshold`` (not the logged ``vlm_success``,
     which used the run's threshold)."""
-    return is_success(record["vlm_score"], threshold)
+    return is_success(as_record(record).vlm_score, threshold)
 
 
-def disagreements(records: Sequence[Mapping], threshold: float) -> list[int]:
+def disagreements(records: Sequence[Record], threshold: float) -> list[int]:
     """Indices of the judged (non-fallback) records whose VLM verdict differs from the native one."""
     return [
         i
-        for i, r in enumerate(records)
-        if not r.get("fallback", False) and vlm_success(r, threshold) != bool(r["native_success"])
+        for i, r in enumerate(as_records(records))
+        if not r.fallback and is_success(r.vlm_score, threshold) != r.native_success
     ]
 
 
@@ -178,7 +166,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def _classification(judged: Sequence[_Episode], threshold: float) -> dict[str, Any]:
     """Confusion counts and the ratios built on them; native success is the ground truth."""
-    pred = [e.score >= threshold for e in judged]
+    pred = [is_success(e.score, threshold) for e in judged]
     truth = [e.native for e in judged]
     tp = sum(p and t for p, t in zip(pred, truth, strict=True))
     fp = sum(p and not t for p, t in zip(pred, truth, strict=True))
@@ -239,7 +227,7 @@ def _block(episodes: Sequence[_Episode], threshold: float) -> dict[str, Any]:
         "continuous": _continuous(judged),
         "reward_signal": {
             "native": _ratio(sum(e.native for e in episodes), n),
-            "binary": _ratio(sum(e.score >= threshold for e in episodes), n),
+            "binary": _ratio(sum(is_success(e.score, threshold) for e in episodes), n),
             "continuous": _mean([e.score for e in episodes]),
         },
         "error_counts": dict(sorted(Counter(e.error_kind for e in episodes if e.error_kind).items())),
@@ -255,7 +243,7 @@ def task_order(key: str) -> tuple[int, float, str]:
         return (1, 0.0, key)
 
 
-def summarize(records: Sequence[Mapping], threshold: float | None = None) -> dict[str, Any]:
+def summarize(records: Sequence[Record], threshold: float | None = None) -> dict[str, Any]:
     """JSON-serializable metrics of the VLM judge, overall and per task (see the module docstring).
 
     ``threshold`` overrides the records' ``success_threshold`` (see :func:`resolve_threshold`);
@@ -267,8 +255,9 @@ def summarize(records: Sequence[Mapping], threshold: float | None = None) -> dic
         raise TypeError(f"records must be a sequence of episode records, got {type(records).__name__}.")
     if not records:
         raise ValueError("no episode records to summarize; the episode log is empty.")
-    episodes = [_parse_record(i, r) for i, r in enumerate(records)]
-    threshold, source = resolve_threshold(records, threshold)
+    typed = as_records(records)
+    episodes = [_parse_record(r) for r in typed]
+    threshold, source = resolve_threshold(typed, threshold)
     by_task: dict[str, list[_Episode]] = {}
     for episode in episodes:
         by_task.setdefault(episode.task_key, []).append(episode)
@@ -279,7 +268,7 @@ def summarize(records: Sequence[Mapping], threshold: float | None = None) -> dic
             "task_text": texts.most_common(1)[0][0] if texts else "",
             **_block(by_task[key], threshold),
         }
-    modes = {bool(r["binary_reward"]) for r in records if "binary_reward" in r}
+    modes = {r.binary_reward for r in typed if r.binary_reward is not None}
     judged = [e for e in episodes if not e.fallback]
     return {
         "threshold": threshold,

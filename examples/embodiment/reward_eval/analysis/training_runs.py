@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from examples.embodiment.reward_eval.analysis.episode_log import load_train_episodes
+from examples.embodiment.reward_eval.analysis.metrics import Record, as_records
 
 NATIVE_TAG = "env/success_once"
 AGREE_TAG = "env/vlm_native_agree"
@@ -75,7 +76,7 @@ def scalar_series(scalars: Mapping[str, Mapping[int, float]], tag: str) -> Serie
     return Series(np.array(steps), np.array(values, dtype=float), STEP_UNIT, f"scalar {tag}")
 
 
-def windowed_agreement(records: Sequence[Mapping], window: int) -> Series | None:
+def windowed_agreement(records: Sequence[Record], window: int) -> Series | None:
     """Agreement of the judged (non-fallback) episodes, per window of ``window`` episodes.
 
     Episodes are ordered by (episode counter, rank, env), i.e. by when they were played, as
@@ -84,8 +85,8 @@ def windowed_agreement(records: Sequence[Mapping], window: int) -> Series | None
     """
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"window must be an integer >= 1, got {window!r}.")
-    ordered = sorted(records, key=lambda r: (r.get("episode", 0), r.get("rank", 0), r.get("env", 0)))
-    agree = [bool(r["vlm_success"]) == bool(r["native_success"]) for r in ordered if not r.get("fallback")]
+    ordered = sorted(as_records(records), key=lambda r: (r.episode or 0, r.rank or 0, r.env or 0))
+    agree = [bool(r.vlm_success) == r.native_success for r in ordered if not r.fallback]
     if not agree:
         return None
     windows = [agree[start : start + window] for start in range(0, len(agree), window)]

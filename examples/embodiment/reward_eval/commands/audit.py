@@ -55,6 +55,7 @@ from examples.embodiment.reward_eval.commands.options import (
 )
 from examples.embodiment.reward_eval.report.audit import audit_lines, pair_strip, write_audit_report
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeRecord
 
 EXIT_CANNOT_AUDIT = 3
 EXIT_FAIL_ABOVE = 4
@@ -108,17 +109,17 @@ def audit_episodes(source: Path) -> list[AuditEpisode]:
     if not logs:
         raise AuditInputError(f"{source} is not a run dir: it holds no vlm_episodes_*.jsonl episode log.")
     episodes = [
-        AuditEpisode(log.name, i, record, str(record["video_path"]))
+        AuditEpisode(log.name, i, record, str(record.video_path))
         for log in logs
         for i, record in enumerate(load_episodes(log))
-        if record.get("video_path") and os.path.isfile(record["video_path"])
+        if record.video_path and os.path.isfile(record.video_path)
     ]
     if not episodes:
         raise AuditInputError(
             f"{source} has no kept video; the audit needs a run made with --keep-videos whose videos "
             "still exist."
         )
-    if not any(e.record.get("native_success") for e in episodes):
+    if not any(e.record.native_success for e in episodes):
         raise AuditInputError(
             f"none of the {len(episodes)} kept episodes of {source} is a native success; the audit "
             "builds its counterfactual episodes from successes (more episodes, or a policy that succeeds)."
@@ -126,7 +127,7 @@ def audit_episodes(source: Path) -> list[AuditEpisode]:
     return episodes
 
 
-def suite_tasks(settings: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> dict[int, SuiteTask]:
+def suite_tasks(settings: Mapping[str, Any], records: Sequence[EpisodeRecord]) -> dict[int, SuiteTask]:
     """The tasks ``wrong_task`` picks from: the run's LIBERO suite (``settings.json``'s env config)
     with the scenes of the task names; without one, the tasks of the records, scenes unknown."""
     env_config = settings.get("env_config")
@@ -140,9 +141,7 @@ def suite_tasks(settings: Mapping[str, Any], records: Sequence[Mapping[str, Any]
             bench = get_benchmark_overridden(OmegaConf.load(env_config).task_suite_name)()
         tasks = [bench.get_task(t) for t in range(bench.get_num_tasks())]
         return {t: SuiteTask(t, scene_of(task.name), task.language) for t, task in enumerate(tasks)}
-    texts = {
-        int(r["task_id"]): str(r.get("task_text") or "") for r in records if r.get("task_id") is not None
-    }
+    texts = {int(r.task_id): str(r.task_text or "") for r in records}
     return {t: SuiteTask(t, "", text) for t, text in sorted(texts.items())}
 
 
@@ -166,9 +165,7 @@ def run_audit(
     return the summary, ``cases``, ``unreadable`` episodes and ``wall_s`` (seconds it took) included."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    negatives = {
-        task_id: hard_negative(task_id, tasks) for task_id in {e.record.get("task_id") for e in episodes}
-    }
+    negatives = {task_id: hard_negative(task_id, tasks) for task_id in {e.record.task_id for e in episodes}}
     cases, unreadable = judge_episodes(client, episodes, negatives, seed, out, concurrency)
     summary = summarize_audit(cases, perturbation_names(), threshold)
     draw_worst_cases(summary, out)

@@ -34,6 +34,7 @@ from examples.embodiment.reward_eval.analysis.perturbations import (
 )
 from examples.embodiment.reward_eval.commands.call_bar import CallBar
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
 
@@ -48,7 +49,7 @@ class AuditEpisode:
 
     log: str
     index: int
-    record: Mapping[str, Any]
+    record: EpisodeRecord
     video: str
 
 
@@ -71,7 +72,7 @@ def decode_frames(video: str) -> tuple[np.ndarray, float]:
 def source_of(episode: AuditEpisode, frames: np.ndarray, hard_negative: str | None, seed: int) -> Source:
     """The perturbations' input for ``episode``; its random choices are seeded by ``(seed, index
     of the record in its log)``, so an episode's counterfactuals do not depend on the others."""
-    return Source(frames, str(episode.record["task_text"]), hard_negative, (seed, episode.index))
+    return Source(frames, str(episode.record.task_text), hard_negative, (seed, episode.index))
 
 
 def episode_counterfactuals(source: Source, native_success: bool) -> list[tuple[str, Counterfactual]]:
@@ -92,7 +93,7 @@ def _episode_calls(
     fps: float,
     max_frames: int,
 ) -> list[Call]:
-    record, native = episode.record, bool(episode.record["native_success"])
+    record, native = episode.record, episode.record.native_success
     calls = []
     for name, cf in episode_counterfactuals(source, native):
         path = folder / f"{tag}_{name}.mp4"
@@ -101,7 +102,7 @@ def _episode_calls(
             "perturbation": name,
             "log": episode.log,
             "record": episode.index,
-            "task_id": record.get("task_id"),
+            "task_id": record.task_id,
             "task_text": source.task_text,
             "judged_task_text": cf.task_text,
             "native_success": native,
@@ -136,8 +137,8 @@ def judge_episodes(
                 where = {"log": episode.log, "record": episode.index, "video": episode.video}
                 unreadable.append({**where, "error": str(exc)})
                 return []
-            source = source_of(episode, frames, hard_negatives.get(episode.record.get("task_id")), seed)
-            max_frames = int(episode.record.get("frames_sent") or client.cfg.nframes)
+            source = source_of(episode, frames, hard_negatives.get(episode.record.task_id), seed)
+            max_frames = int(episode.record.frames_sent or client.cfg.nframes)
             fps = fps or client.cfg.video_fps
             return _episode_calls(episode, source, Path(tmp), f"{i:05d}", fps, max_frames)
 

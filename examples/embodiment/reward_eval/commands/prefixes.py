@@ -30,10 +30,11 @@ from typing import Any
 from examples.embodiment.reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
 from examples.embodiment.reward_eval.commands.call_bar import CallBar
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
 EPISODES_FILE = "voc_episodes.jsonl"
-# The keys of a source record copied into its per-episode VOC result.
+# The fields of a source record copied into its per-episode VOC result.
 META_KEYS = ("task_id", "task_text", "trial_id", "reset_state_id", "native_success", "video_path")
 
 
@@ -43,7 +44,7 @@ class Episode:
 
     log: str
     index: int
-    record: Mapping[str, Any]
+    record: EpisodeRecord
     video: str
 
 
@@ -74,7 +75,7 @@ def cut_prefixes(video: str, k: int, folder: Path, tag: str, fallback_fps: float
 def episode_result(episode: Episode, prefixes: Prefixes, scores: Sequence[float | None]) -> dict[str, Any]:
     """The per-episode line of ``voc_episodes.jsonl``: where it came from, its prefixes' frame
     counts and scores (``None`` for a fallback), its VOC or why it has none."""
-    meta = {key: episode.record.get(key) for key in META_KEYS}
+    meta = {key: getattr(episode.record, key) for key in META_KEYS}
     base = {"log": episode.log, "record": episode.index, **meta, "prefix_frames": list(prefixes.frames)}
     if prefixes.error is not None:
         unreadable = {"voc": None, "voc_undefined": UNREADABLE, "video_error": prefixes.error}
@@ -117,17 +118,18 @@ def score_prefixes(
 
 
 def _score_calls(
-    client: VLMRewardClient, calls: Sequence[tuple[Mapping[str, Any], Prefixes, int]], concurrency: int
+    client: VLMRewardClient, calls: Sequence[tuple[EpisodeRecord, Prefixes, int]], concurrency: int
 ) -> list[float | None]:
     """The score of each ``(record, prefixes, j)`` call (prefix ``j``), ``None`` for a fallback;
     ``nframes`` is the prefix's frame count, capped at the record's ``frames_sent``."""
     bar = CallBar(len(calls), "prefixes")
 
-    def one(call: tuple[Mapping[str, Any], Prefixes, int]) -> float | None:
+    def one(call: tuple[EpisodeRecord, Prefixes, int]) -> float | None:
         record, prefixes, j = call
-        nframes = min(prefixes.frames[j], int(record.get("frames_sent") or client.cfg.nframes))
-        native = bool(record["native_success"])
-        result = client.score_video(record["task_text"], str(prefixes.paths[j]), nframes, native)
+        nframes = min(prefixes.frames[j], int(record.frames_sent or client.cfg.nframes))
+        result = client.score_video(
+            str(record.task_text), str(prefixes.paths[j]), nframes, record.native_success
+        )
         bar.done(result.fallback)
         return None if result.fallback else result.score
 

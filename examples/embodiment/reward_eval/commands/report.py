@@ -3,7 +3,7 @@
 ``python -m examples.embodiment.reward_eval report RUN_DIR --threshold T [--binary|--continuous]``
 reads the run's episode logs, sets each record's ``success_threshold`` (and ``binary_reward``)
 and recomputes its ``vlm_success`` with the report's success rule
-(:func:`..analysis.metrics.is_success`), exactly what ``rescore`` with the same judge and
+(:func:`vlm_reward.client.episode_record.is_success`), exactly what ``rescore`` with the same judge and
 another ``--threshold`` would write, and writes a new run dir with the same report in seconds.
 A run with an audit (``audit/audit.json``) gets its audit re-counted at the new threshold from
 the stored scores, its filmstrips copied. ``rescore`` stays for another judge.
@@ -23,12 +23,13 @@ from typing import Any
 
 from examples.embodiment.reward_eval.analysis.audit import ORIGINAL, summarize_audit
 from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
-from examples.embodiment.reward_eval.analysis.metrics import is_success, resolve_threshold
+from examples.embodiment.reward_eval.analysis.metrics import resolve_threshold
 from examples.embodiment.reward_eval.analysis.perturbations import FAILURE
 from examples.embodiment.reward_eval.commands.audit import AUDIT_DIR, read_settings
 from examples.embodiment.reward_eval.commands.options import unit_interval
 from examples.embodiment.reward_eval.commands.run_dir import default_run_dir, finish_report, write_settings
 from examples.embodiment.reward_eval.report.audit import AUDIT_FILE, write_audit_report
+from vlm_reward.client.episode_record import write_episode_log
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,19 +62,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def rejudged(record: Mapping[str, Any], threshold: float, binary_reward: bool | None) -> dict[str, Any]:
-    """``record`` at ``threshold``: ``success_threshold`` and ``vlm_success`` set, and
-    ``binary_reward`` when given; every other key (the score included) unchanged."""
-    new = {
-        **record,
-        "success_threshold": threshold,
-        "vlm_success": is_success(record["vlm_score"], threshold),
-    }
-    if binary_reward is not None:
-        new["binary_reward"] = binary_reward
-    return new
-
-
 def recount_audit(audit: Mapping[str, Any], threshold: float) -> dict[str, Any]:
     """The audit at ``threshold`` from its stored cases; its worst cases (the highest scores,
     whatever the threshold) and their strips stay; ``wall_s`` is dropped (no call was made)."""
@@ -99,13 +87,11 @@ def copy_audit(source: Path, out: Path, threshold: float, random_model: bool) ->
 
 def report(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the command for parsed ``args``; returns the report's paths."""
-    from examples.embodiment.reward_eval.commands.rescore import write_log
-
     records = {log: load_episodes(log) for log in args.logs}
     threshold = resolve_threshold([r for rs in records.values() for r in rs], args.threshold)[0]
     args.out.mkdir(parents=True, exist_ok=True)
     for log, rs in records.items():
-        write_log(args.out / log.name, [rejudged(r, threshold, args.binary_reward) for r in rs])
+        write_episode_log(args.out / log.name, [r.at_threshold(threshold, args.binary_reward) for r in rs])
     source_settings = read_settings(args.source)
     settings = {
         **source_settings,

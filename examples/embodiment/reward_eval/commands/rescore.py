@@ -58,15 +58,9 @@ from examples.embodiment.reward_eval.commands.run_dir import (
     run_command,
     write_settings,
 )
-from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient
-
-# The keys episode_record derives from a judgement; every other key of a record is episode
-# metadata (task, trial, length, ...) that a re-scored record copies.
-JUDGEMENT_KEYS = frozenset(
-    episode_record(ScoreResult(0.0, None, None, 0.0, False), False, RewardModelConfig())
-)
+from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeRecord, write_episode_log
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -123,7 +117,7 @@ def source_logs(source: Path) -> list[Path]:
     raise ValueError(f"source {source} is neither a run dir nor an episode JSONL file.")
 
 
-def load_sources(source: Path) -> dict[Path, tuple[list[dict], list[str]]]:
+def load_sources(source: Path) -> dict[Path, tuple[list[EpisodeRecord], list[str]]]:
     """``{episode log: (records, their video paths)}``; ``ValueError`` when a video is missing."""
     sources = {}
     for log in source_logs(source):
@@ -134,9 +128,9 @@ def load_sources(source: Path) -> dict[Path, tuple[list[dict], list[str]]]:
     return sources
 
 
-def check_videos(records: Sequence[Mapping[str, Any]], source: Path) -> list[str]:
+def check_videos(records: Sequence[EpisodeRecord], source: Path) -> list[str]:
     """The records' video paths; ``ValueError`` naming how many are missing and why."""
-    paths = [r.get("video_path") for r in records]
+    paths = [r.video_path for r in records]
     missing = [i for i, p in enumerate(paths) if not p or not os.path.isfile(p)]
     if missing:
         raise ValueError(
@@ -146,39 +140,38 @@ def check_videos(records: Sequence[Mapping[str, Any]], source: Path) -> list[str
     return [str(p) for p in paths]
 
 
-def source_default(records: Sequence[Mapping[str, Any]], key: str) -> Any:
-    """The records' common value of ``key`` (``None`` when absent or when they disagree)."""
-    values = {r[key] for r in records if r.get(key) is not None}
-    return values.pop() if len(values) == 1 else None
+def common_value(values: Sequence[Any]) -> Any:
+    """The one value of ``values`` that is not ``None`` (``None`` when there is none, or several)."""
+    found = {v for v in values if v is not None}
+    return found.pop() if len(found) == 1 else None
 
 
 def reward_config(
-    args: argparse.Namespace, endpoint: str, records: Sequence[Mapping[str, Any]]
+    args: argparse.Namespace, endpoint: str, records: Sequence[EpisodeRecord]
 ) -> RewardModelConfig:
     """The env YAML's ``reward_model`` block with these options, the source's judgement as default."""
     block = OmegaConf.to_container(OmegaConf.load(args.env_config).reward_model, resolve=False)
     block.update(reward_overrides(args, endpoint), episode_log_dir=None)
-    for option, key in (("threshold", "success_threshold"), ("binary_reward", "binary_reward")):
-        if getattr(args, option) is None and source_default(records, key) is not None:
-            block[key] = source_default(records, key)
-    if source_default(records, "used_for_training") is not None:
-        block["use_for_training"] = source_default(records, "used_for_training")
+    source = {"use_for_training": common_value([r.used_for_training for r in records])}
+    if args.threshold is None:
+        source["success_threshold"] = common_value([r.success_threshold for r in records])
+    if args.binary_reward is None:
+        source["binary_reward"] = common_value([r.binary_reward for r in records])
+    block.update({key: value for key, value in source.items() if value is not None})
     return RewardModelConfig.from_mapping(block)
 
 
 def rescore_records(
-    client: VLMRewardClient, records: Sequence[Mapping[str, Any]], videos: Sequence[str], concurrency: int
-) -> list[dict[str, Any]]:
+    client: VLMRewardClient, records: Sequence[EpisodeRecord], videos: Sequence[str], concurrency: int
+) -> list[EpisodeRecord]:
     """New records, in source order: the source's metadata and native outcome, the new judgement."""
     cfg = client.cfg
 
-    def one(i: int) -> dict[str, Any]:
+    def one(i: int) -> EpisodeRecord:
         record = records[i]
-        native = bool(record["native_success"])
-        nframes = int(record.get("frames_sent") or cfg.nframes)
-        result = client.score_video(record["task_text"], videos[i], nframes, native)
-        meta = {k: v for k, v in record.items() if k not in JUDGEMENT_KEYS}
-        return episode_record(result, native, cfg, **meta)
+        nframes = int(record.frames_sent or cfg.nframes)
+        result = client.score_video(str(record.task_text), videos[i], nframes, record.native_success)
+        return EpisodeRecord.judged(record.meta, result, record.native_success, cfg)
 
     with ThreadPoolExecutor(concurrency) as pool:
         bar = tqdm(pool.map(one, range(len(records))), total=len(records), unit="episode", file=sys.stderr)
@@ -203,7 +196,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
         client = VLMRewardClient(cfg)
         try:
             for log, (records, videos) in sources.items():
-                write_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
+                write_episode_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
             if args.prefixes:
                 extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
         finally:
@@ -213,7 +206,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
 
 def progress_order(
     client: VLMRewardClient,
-    sources: Mapping[Path, tuple[list[dict], list[str]]],
+    sources: Mapping[Path, tuple[list[EpisodeRecord], list[str]]],
     k: int,
     out: Path,
     concurrency: int,
@@ -244,16 +237,6 @@ def is_source_random_model(source: Path, model: str | None) -> bool:
         model
     )
     return bool(settings.get("random_model")) and same
-
-
-def write_log(path: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """Write ``records`` as a JSONL episode log, in the env's own format and writer."""
-    log = EpisodeLog(str(path))
-    try:
-        for record in records:
-            log.write(dict(record))
-    finally:
-        log.close()
 
 
 def rescore_settings(

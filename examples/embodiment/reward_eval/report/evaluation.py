@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.metrics import disagreements, vlm_success
+from examples.embodiment.reward_eval.analysis.metrics import Record, as_records, disagreements
 from examples.embodiment.reward_eval.report import plots
 from examples.embodiment.reward_eval.report.audit import audit_section
 from examples.embodiment.reward_eval.report.calibration import calibration_section
@@ -33,6 +33,7 @@ from examples.embodiment.reward_eval.report.document import (
 )
 from examples.embodiment.reward_eval.report.progress import progress_section
 from examples.embodiment.reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
+from vlm_reward.client.episode_record import EpisodeRecord, is_success
 
 MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
 ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long
@@ -158,7 +159,9 @@ def _errors_and_latency(block: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
-def _write_plots(run_dir: Path, records: Sequence[Mapping], summary: Mapping[str, Any]) -> dict[str, Path]:
+def _write_plots(
+    run_dir: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any]
+) -> dict[str, Path]:
     """Every figure that has data; the per-task histograms only with more than one task."""
     folder, threshold = run_dir / "plots", summary["threshold"]
     figures = {
@@ -207,31 +210,31 @@ def _outcome(success: bool) -> str:
     return "success" if success else "failure"
 
 
-def _episode_label(index: int, record: Mapping) -> str:
-    parts = [f"task {record['task_id']}"]
-    names = {"trial_id": "trial", "episode": "episode"}
-    parts += [f"{name} {record[key]}" for key, name in names.items() if record.get(key) is not None]
+def _episode_label(index: int, record: EpisodeRecord) -> str:
+    parts = [f"task {record.task_id}"]
+    labelled = (("trial", record.trial_id), ("episode", record.episode))
+    parts += [f"{name} {value}" for name, value in labelled if value is not None]
     return ", ".join(parts) + f" (record {index})"
 
 
-def _verdict_lines(record: Mapping, threshold: float) -> list[str]:
+def _verdict_lines(record: EpisodeRecord, threshold: float) -> list[str]:
     """Task, both verdicts and the VLM's answer (whitespace collapsed, cut at ``ANSWER_CHARS``)."""
-    answer = record.get("vlm_answer")
+    answer = record.vlm_answer
     answer = "(no answer logged)" if answer is None else " ".join(str(answer).split())
     if len(answer) > ANSWER_CHARS:
         answer = answer[: ANSWER_CHARS - 1] + "…"
-    native, verdict = _outcome(bool(record["native_success"])), _outcome(vlm_success(record, threshold))
-    score = float(record["vlm_score"])
+    native, verdict = _outcome(record.native_success), _outcome(is_success(record.vlm_score, threshold))
+    score = float(record.vlm_score)
     return [
-        f"task: {record.get('task_text') or '(no task text)'}",
+        f"task: {record.task_text or '(no task text)'}",
         f"native: {native}; VLM score {score:.3f} -> {verdict} at threshold {threshold:g}",
         f"VLM answer: {answer}",
     ]
 
 
-def _video_frames(record: Mapping, run_dir: Path) -> tuple[Any, str | None]:
+def _video_frames(record: EpisodeRecord, run_dir: Path) -> tuple[Any, str | None]:
     """The kept video's frames, or ``None`` and a sentence saying why there are none."""
-    video = record.get("video_path")
+    video = record.video_path
     if not video:
         return None, "No video: the record has no video_path (reward_model.keep_temp_video: True keeps them)."
     path = Path(video)
@@ -246,7 +249,7 @@ def _video_frames(record: Mapping, run_dir: Path) -> tuple[Any, str | None]:
 
 
 def _disagreement_section(
-    run_dir: Path, records: Sequence[Mapping], summary: Mapping[str, Any], max_strips: int
+    run_dir: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any], max_strips: int
 ) -> tuple[list[Block], dict[str, Path]]:
     """One entry per judged episode where VLM and simulator disagree, with its frame strip."""
     threshold, overall = summary["threshold"], summary["overall"]
@@ -288,7 +291,7 @@ RANDOM_MODEL_WARNING = (
 
 def write_report(
     run_dir: str | Path,
-    records: Sequence[Mapping],
+    records: Sequence[Record],
     summary: Mapping[str, Any],
     *,
     title: str,
@@ -297,7 +300,8 @@ def write_report(
 ) -> dict[str, Path]:
     """Write ``summary.json``, ``report.md``, ``report.html`` and the PNGs into ``run_dir``.
 
-    ``summary`` must be :func:`..analysis.metrics.summarize` of ``records`` (it is written to
+    ``records`` are episode records (decoded lines are validated into them). ``summary``
+    must be :func:`..analysis.metrics.summarize` of ``records`` (it is written to
     ``summary.json`` unchanged). ``settings`` (backend, model, endpoint, ...) are listed as
     the provenance of the numbers, ``backend`` and ``model`` also in its opening lines;
     ``"random_model": True`` puts a warning at the top that the scores are meaningless.
@@ -313,6 +317,7 @@ def write_report(
         raise ValueError(f"title must be a non-empty string, got {title!r}.")
     if isinstance(max_strips, bool) or not isinstance(max_strips, int) or max_strips < 0:
         raise ValueError(f"max_strips must be an integer >= 0, got {max_strips!r}.")
+    records = as_records(records)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     settings = dict(settings or {})

@@ -21,6 +21,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from examples.embodiment.reward_eval.analysis.metrics import task_key
+from vlm_reward.client.episode_record import EpisodeRecord
 
 SUCCESS_COLOR = "#2a9d8f"  # native success
 FAILURE_COLOR = "#e76f51"  # native failure
@@ -40,16 +41,16 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _split_scores(records: Sequence[Mapping]) -> tuple[list[float], list[float], list[float]]:
+def _split_scores(records: Sequence[EpisodeRecord]) -> tuple[list[float], list[float], list[float]]:
     """Scores of judged native successes, judged native failures, and fallback episodes."""
     success, failure, fallback = [], [], []
     for r in records:
-        bucket = fallback if r.get("fallback") else success if r["native_success"] else failure
-        bucket.append(float(r["vlm_score"]))
+        bucket = fallback if r.fallback else success if r.native_success else failure
+        bucket.append(float(r.vlm_score))
     return success, failure, fallback
 
 
-def _draw_score_hist(ax: Any, records: Sequence[Mapping], threshold: float, legend: bool) -> None:
+def _draw_score_hist(ax: Any, records: Sequence[EpisodeRecord], threshold: float, legend: bool) -> None:
     success, failure, fallback = _split_scores(records)
     data = [success, failure]
     labels = [f"native success (n={len(success)})", f"native failure (n={len(failure)})"]
@@ -66,7 +67,7 @@ def _draw_score_hist(ax: Any, records: Sequence[Mapping], threshold: float, lege
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside: never over a bar
 
 
-def score_histogram(path: Path, records: Sequence[Mapping], threshold: float) -> Path:
+def score_histogram(path: Path, records: Sequence[EpisodeRecord], threshold: float) -> Path:
     """VLM scores of all episodes, split by the native outcome, with the threshold marked."""
     fig = Figure(figsize=(9, 4), layout="constrained")
     ax = fig.add_subplot()
@@ -78,7 +79,7 @@ def score_histogram(path: Path, records: Sequence[Mapping], threshold: float) ->
 
 
 def score_histograms_per_task(
-    path: Path, records: Sequence[Mapping], summary: Mapping[str, Any], threshold: float
+    path: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any], threshold: float
 ) -> Path:
     """The score histogram of each task as small multiples, in the summary's task order."""
     keys = list(summary["per_task"])
@@ -87,7 +88,7 @@ def score_histograms_per_task(
     fig = Figure(figsize=(3.2 * cols, 2.5 * rows + 0.6), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
     for ax, key in zip(axes.flat, keys, strict=False):  # more axes than tasks
-        task_records = [r for r in records if task_key(r["task_id"]) == key]
+        task_records = [r for r in records if task_key(r.task_id) == key]
         _draw_score_hist(ax, task_records, threshold, legend=False)
         ax.set_title(f"{key}: {_short(summary['per_task'][key]['task_text'], 34)}", fontsize=8)
         ax.tick_params(labelsize=7)
@@ -96,7 +97,7 @@ def score_histograms_per_task(
     # One legend for all panels, built by hand: the first panel may lack a group (e.g. fallbacks).
     handles = [Patch(color=SUCCESS_COLOR), Patch(color=FAILURE_COLOR)]
     labels = ["native success", "native failure"]
-    if any(r.get("fallback") for r in records):
+    if any(r.fallback for r in records):
         handles.append(Patch(color=FALLBACK_COLOR))
         labels.append("fallback, not judged")
     handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1))
@@ -137,11 +138,13 @@ def task_rates_chart(path: Path, summary: Mapping[str, Any]) -> Path:
     return save_figure(fig, path)
 
 
-def latency_histogram(path: Path, records: Sequence[Mapping], latency: Mapping[str, Any]) -> Path | None:
+def latency_histogram(
+    path: Path, records: Sequence[EpisodeRecord], latency: Mapping[str, Any]
+) -> Path | None:
     """Scoring latency of every episode that has one (fallbacks stacked in grey); ``None`` if none has."""
-    timed = [r for r in records if r.get("latency_s") is not None]
-    judged = [float(r["latency_s"]) for r in timed if not r.get("fallback")]
-    fallback = [float(r["latency_s"]) for r in timed if r.get("fallback")]
+    timed = [r for r in records if r.latency_s is not None]
+    judged = [float(r.latency_s) for r in timed if not r.fallback]
+    fallback = [float(r.latency_s) for r in timed if r.fallback]
     if not judged and not fallback:
         return None
     fig = Figure(figsize=(9, 3.6), layout="constrained")

@@ -1,0 +1,292 @@
+"""The episode record: one JSONL line per scored episode, its success rule, its file.
+
+The env writes one :class:`EpisodeRecord` per scored episode into
+``<episode_log_dir>/vlm_episodes_<split>_rank<N>.jsonl``; the evaluation tools (metrics,
+reports, ``rescore``, ``report``, the audit) read them back. This module is the one
+definition of that line, of how it is read and written, and of the success rule
+``score >= threshold`` (:func:`is_success`), so that reading a log or re-scoring its
+videos needs only ``vlm_reward`` installed (no RLinf).
+
+Reading is lenient where old logs need it and strict where the metrics would go wrong:
+only ``task_id``, ``native_success`` and ``vlm_score`` are required (hand-made and older
+logs carry fewer keys), unknown keys are kept in :attr:`EpisodeRecord.extra` and written
+back, and a bad value raises ``ValueError`` naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Protocol
+
+SPLITS = ("train", "eval")
+EPISODE_LOG_GLOB = "vlm_episodes_*.jsonl"
+TRAIN_LOG_GLOB = "vlm_episodes_train_*.jsonl"
+
+# Keys describing the episode (where it ran, what it was), in the order they are written.
+META_KEYS = (
+    "split",
+    "rank",
+    "seed_offset",
+    "env",
+    "episode",
+    "task_id",
+    "task_text",
+    "trial_id",
+    "reset_state_id",
+    "episode_length",
+)
+# Keys derived from a judgement and the settings that produced it, in the order they are written.
+JUDGEMENT_KEYS = (
+    "native_success",
+    "vlm_score",
+    "vlm_success",
+    "vlm_raw_value",
+    "vlm_answer",
+    "fallback",
+    "error",
+    "error_kind",
+    "latency_s",
+    "frames_sent",
+    "video_path",
+    "endpoint",
+    "failovers",
+    "used_for_training",
+    "binary_reward",
+    "success_threshold",
+)
+REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
+
+
+def is_success(score: float, threshold: float) -> bool:
+    """The success rule everywhere (the env's ``vlm_success``, its binary signal, every report):
+    a score at or above the threshold is a success."""
+    return float(score) >= threshold
+
+
+class Judgement(Protocol):
+    """What a scoring call returns (the client's ``ScoreResult`` is one)."""
+
+    score: float
+    raw_value: float | None
+    answer: str | None
+    latency_s: float
+    fallback: bool
+    error: str | None
+    error_kind: str | None
+    video_path: str | None
+    num_frames_sent: int
+    endpoint: str | None
+    failovers: int
+
+
+class JudgementSettings(Protocol):
+    """The settings a record names (``RewardModelConfig`` is one)."""
+
+    success_threshold: float
+    binary_reward: bool
+    use_for_training: bool
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """One scored episode as logged. ``None``: not in the line (older or hand-made logs).
+
+    ``vlm_success`` is the verdict at the run's ``success_threshold``; a report at another
+    threshold recomputes it with :func:`is_success`.
+    """
+
+    task_id: int | str
+    native_success: bool
+    vlm_score: float
+    split: str | None = None
+    rank: int | None = None
+    seed_offset: int | None = None
+    env: int | None = None
+    episode: int | None = None  # how many episodes of this env were scored before it
+    task_text: str | None = None
+    trial_id: int | None = None
+    reset_state_id: int | None = None
+    episode_length: int | None = None
+    vlm_success: bool | None = None
+    vlm_raw_value: float | None = None
+    vlm_answer: str | None = None
+    fallback: bool = False
+    error: str | None = None
+    error_kind: str | None = None
+    latency_s: float | None = None
+    frames_sent: int | None = None
+    video_path: str | None = None
+    endpoint: str | None = None  # the replica that answered; None on a fallback
+    failovers: int | None = None
+    used_for_training: bool | None = None
+    binary_reward: bool | None = None
+    success_threshold: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this model does not know, kept
+
+    @classmethod
+    def judged(
+        cls, meta: Mapping[str, Any], result: Judgement, native_success: bool, settings: JudgementSettings
+    ) -> EpisodeRecord:
+        """The record of one episode: ``meta`` (task, ids, length, kept unknown keys) plus the judgement."""
+        judgement = {
+            "native_success": bool(native_success),
+            "vlm_score": result.score,
+            "vlm_success": is_success(result.score, settings.success_threshold),
+            "vlm_raw_value": result.raw_value,
+            "vlm_answer": result.answer,
+            "fallback": result.fallback,
+            "error": result.error,
+            "error_kind": result.error_kind,
+            "latency_s": round(result.latency_s, 4),
+            "frames_sent": result.num_frames_sent,
+            "video_path": result.video_path,
+            "endpoint": result.endpoint,
+            "failovers": result.failovers,
+            "used_for_training": settings.use_for_training,
+            "binary_reward": settings.binary_reward,
+            "success_threshold": settings.success_threshold,
+        }
+        return cls.from_json({**meta, **judgement})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str = "episode record") -> EpisodeRecord:
+        """Validate one decoded line; ``ValueError`` starting with ``where`` names the bad key."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: expected a JSON object, got {type(data).__name__}.")
+        missing = [key for key in REQUIRED_KEYS if key not in data]
+        if missing:
+            raise ValueError(f"{where} lacks {missing}; required keys: {list(REQUIRED_KEYS)}.")
+        native, score = data["native_success"], data["vlm_score"]
+        # The env writes a bool; 0/1 from a hand-made or re-encoded log means the same thing.
+        if native not in (True, False):
+            raise ValueError(f"{where}: native_success must be true/false, got {native!r}.")
+        if not (_is_number(score) and 0.0 <= score <= 1.0):
+            raise ValueError(f"{where}: vlm_score must be a number in [0, 1], got {score!r}.")
+        known = {f.name for f in fields(cls)} - {"extra"}
+        values = {key: value for key, value in data.items() if key in known}
+        extra = {key: value for key, value in data.items() if key not in known}
+        values.update(native_success=bool(native), fallback=bool(data.get("fallback") or False))
+        return cls(**values, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        """The line's object: the episode's keys that are set, unknown keys, then every judgement key."""
+        meta = {key: getattr(self, key) for key in META_KEYS if getattr(self, key) is not None}
+        return {**meta, **self.extra, **{key: getattr(self, key) for key in JUDGEMENT_KEYS}}
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """What describes the episode rather than its judgement (copied when it is judged again)."""
+        return {key: value for key, value in self.to_json().items() if key not in JUDGEMENT_KEYS}
+
+    def at_threshold(self, threshold: float, binary_reward: bool | None = None) -> EpisodeRecord:
+        """This record judged at ``threshold`` (and ``binary_reward`` when given); the score unchanged."""
+        changed: dict[str, Any] = {
+            "success_threshold": threshold,
+            "vlm_success": is_success(self.vlm_score, threshold),
+        }
+        if binary_reward is not None:
+            changed["binary_reward"] = binary_reward
+        return replace(self, **changed)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def as_record(record: EpisodeRecord | Mapping[str, Any], where: str = "episode record") -> EpisodeRecord:
+    """``record`` itself, or a decoded line validated (:meth:`EpisodeRecord.from_json`).
+
+    ``TypeError`` for anything else (a caller's mistake, not a bad line).
+    """
+    if isinstance(record, EpisodeRecord):
+        return record
+    if not isinstance(record, Mapping):
+        raise TypeError(f"{where} must be an EpisodeRecord or a mapping, got {type(record).__name__}.")
+    return EpisodeRecord.from_json(record, where)
+
+
+def parse_line(line: str, where: str) -> EpisodeRecord:
+    """One JSONL line as a record; ``ValueError`` starting with ``where`` for bad JSON or values."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{where}: not valid JSON ({exc.msg}).") from exc
+    return EpisodeRecord.from_json(data, where)
+
+
+def iter_episode_log(path: str | os.PathLike[str]) -> Iterator[EpisodeRecord]:
+    """The records of a JSONL episode log, blank lines skipped.
+
+    A bad line (a truncated last line of a crashed run included: better to say so than to
+    silently evaluate fewer episodes) raises ``ValueError`` naming the file and the 1-based
+    line number.
+    """
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield parse_line(line, f"{os.fspath(path)}, line {number}")
+
+
+def read_episode_log(path: str | os.PathLike[str]) -> list[EpisodeRecord]:
+    """Every record of a JSONL episode log (see :func:`iter_episode_log`)."""
+    return list(iter_episode_log(path))
+
+
+def episode_log_path(log_dir: str, split: str, rank: int) -> str:
+    """``<log_dir>/vlm_episodes_<split>_rank<rank>.jsonl``; ``rank`` is the env worker's rank.
+
+    Every env of one worker (RLinf's pipeline stages) writes to its worker's file; the
+    lines tell them apart by ``seed_offset``.
+    """
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"rank must be an int >= 0, got {rank!r}.")
+    return os.path.join(log_dir, f"vlm_episodes_{split}_rank{rank}.jsonl")
+
+
+class EpisodeLogWriter:
+    """Append-only JSONL file, one line per record; safe to share between threads.
+
+    Each line goes out in one ``write`` on a file opened with ``O_APPEND``, so several
+    writers on the same path (the envs of one worker) never interleave their lines, and a
+    crashed run keeps every episode it scored.
+    """
+
+    def __init__(self, path: str) -> None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.path = path
+        self._lock = threading.Lock()
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: EpisodeRecord) -> None:
+        """Append ``record`` as one line (``ValueError`` once closed)."""
+        data = (json.dumps(record.to_json(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                raise ValueError(f"episode log {self.path} is closed.")
+            view = memoryview(data)
+            while view:  # a regular file takes it whole; the loop only guards a short write
+                view = view[os.write(self._fd, view) :]
+
+    def close(self) -> None:
+        """Close the file; closing twice is fine, writing after is ``ValueError``."""
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+
+def write_episode_log(path: str | os.PathLike[str], records: Iterable[EpisodeRecord]) -> None:
+    """Write ``records`` as a JSONL episode log (appending, as the env does)."""
+    log = EpisodeLogWriter(os.fspath(path))
+    try:
+        for record in records:
+            log.write(record)
+    finally:
+        log.close()
