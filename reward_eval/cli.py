@@ -1,8 +1,8 @@
-"""``python -m examples.embodiment.reward_eval COMMAND [options]``: run, rescore, report, audit, compare.
+"""``python -m reward_eval COMMAND [options]``: run, rescore, report, audit, compare.
 
 Each command is its own module of :mod:`.commands` with its own ``--help``; this only
 dispatches, importing the command's module lazily so ``--help`` does not pay for LIBERO or
-torch, after silencing the libraries' known start-up noise (:mod:`.commands.quiet`).
+torch, after silencing the libraries' known start-up noise (:mod:`.job.quiet`).
 
 ``__main__`` runs this module as the main module (``runpy``), and not merely calls
 :func:`main`, for the env processes LIBERO spawns: multiprocessing's "spawn" start runs the
@@ -17,9 +17,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from examples.embodiment.reward_eval.commands.quiet import silence_known_noise
+from reward_eval.job.quiet import silence_known_noise
 
-PROG = "python -m examples.embodiment.reward_eval"
+PROG = "python -m reward_eval"
 COMMANDS = {
     "run": ("run", "roll out LIBERO-10 episodes, score them with a VLM reward server, write a report"),
     "rescore": ("rescore", "re-score a run's kept videos with another backend or model"),
@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{usage()}\n\n{PROG}: error: {problem}; valid commands: {valid}.", file=sys.stderr)
         return 2
     silence_known_noise()  # before the command imports gym, robosuite, LIBERO
-    module = importlib.import_module(f"examples.embodiment.reward_eval.commands.{COMMANDS[args[0]][0]}")
+    module = importlib.import_module(f"reward_eval.commands.{COMMANDS[args[0]][0]}")
     return module.main(args[1:])
 
 

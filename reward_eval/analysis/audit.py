@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.metrics import is_success, task_key, task_order
-from examples.embodiment.reward_eval.analysis.perturbations import FAILURE
+from reward_eval.analysis.metrics import is_success, task_key, task_order
+from reward_eval.analysis.perturbations import FAILURE
 
 ORIGINAL = "original"
 WORST_CASES = 2  # per row: the counterfactuals the judge liked best, drawn as filmstrips

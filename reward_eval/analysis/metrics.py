@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from examples.embodiment.reward_eval.analysis.calibration import calibration
+from reward_eval.analysis.calibration import calibration
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")

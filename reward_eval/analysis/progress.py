@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from examples.embodiment.reward_eval.analysis.metrics import task_order
+from reward_eval.analysis.metrics import task_order
 
 FEW_PREFIXES = "fewer than 2 judged prefixes"
 CONSTANT = "the same score at every judged prefix"

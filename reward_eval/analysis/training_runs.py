@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from examples.embodiment.reward_eval.analysis.episode_log import load_train_episodes
+from reward_eval.analysis.episode_log import load_train_episodes
 
 NATIVE_TAG = "env/success_once"
 AGREE_TAG = "env/vlm_native_agree"

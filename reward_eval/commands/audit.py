@@ -1,11 +1,11 @@
 """Audit a judge before training on it: how it scores the episodes a reward hacker would produce.
 
-``python -m examples.embodiment.reward_eval audit RUN_DIR [options]`` (see ``--help``): from
+``python -m reward_eval audit RUN_DIR [options]`` (see ``--help``): from
 the run's kept videos, every native success becomes counterfactual episodes, one per
 registered perturbation (:mod:`..analysis.perturbations`: reversed, frozen, clipped, shuffled,
 wrong_task), each of which must be judged a failure; the native failures are judged again as
 the reference, and the successes themselves so the drop is measured on one judge, whatever
-``--endpoint`` says (:mod:`.counterfactuals`). ``wrong_task`` takes another task's instruction
+``--endpoint`` says (:mod:`..judging.counterfactuals`). ``wrong_task`` takes another task's instruction
 of the run's suite, of the same scene where one exists (:mod:`..analysis.hard_negatives`).
 
 Writes ``audit.json`` (the summary of :func:`..analysis.audit.summarize_audit`, with every
@@ -29,31 +29,32 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.audit import rows_above, summarize_audit
-from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
-from examples.embodiment.reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
-from examples.embodiment.reward_eval.analysis.metrics import resolve_threshold
-from examples.embodiment.reward_eval.analysis.perturbations import (
+from reward_eval.analysis.audit import rows_above, summarize_audit
+from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
+from reward_eval.analysis.metrics import resolve_threshold
+from reward_eval.analysis.perturbations import (
     FAILURE,
     Source,
     perturb,
     perturbation_names,
 )
-from examples.embodiment.reward_eval.commands.counterfactuals import (
-    AuditEpisode,
-    AuditInputError,
-    decode_frames,
-    judge_episodes,
-)
-from examples.embodiment.reward_eval.commands.judge import JUDGE_ERRORS, scoring_endpoint
-from examples.embodiment.reward_eval.commands.options import (
+from reward_eval.job.options import (
     add_scoring_options,
     check_scoring_options,
     positive_int,
     resolve_model,
     unit_interval,
 )
-from examples.embodiment.reward_eval.report.audit import audit_lines, pair_strip, write_audit_report
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.judging.counterfactuals import (
+    AuditEpisode,
+    AuditInputError,
+    decode_frames,
+    judge_episodes,
+)
+from reward_eval.judging.endpoint import JUDGE_ERRORS, scoring_endpoint
+from reward_eval.report.audit import audit_lines, pair_strip, write_audit_report
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 
 EXIT_CANNOT_AUDIT = 3
@@ -63,10 +64,8 @@ AUDIT_DIR = "audit"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``audit`` command line."""
-    from examples.embodiment.reward_eval.commands.run import ENV_CONFIG
-
     p = argparse.ArgumentParser(
-        prog="python -m examples.embodiment.reward_eval audit",
+        prog="python -m reward_eval audit",
         description="Judge counterfactual episodes built from a run's kept videos (reversed, frozen, "
         "clipped, shuffled successes, successes under another task's instruction) and the native "
         "failures; report the judge's false-positive rate per perturbation and task. Exit status: 0 done, "
@@ -134,7 +133,7 @@ def suite_tasks(settings: Mapping[str, Any], records: Sequence[Mapping[str, Any]
         from omegaconf import OmegaConf
         from rlinf.envs.libero.utils import get_benchmark_overridden
 
-        from examples.embodiment.reward_eval.commands.quiet import dropping_stdout_lines
+        from reward_eval.job.quiet import dropping_stdout_lines
 
         with dropping_stdout_lines():  # LIBERO prints its task order
             bench = get_benchmark_overridden(OmegaConf.load(env_config).task_suite_name)()
@@ -196,7 +195,7 @@ def draw_worst_cases(summary: dict[str, Any], out: Path) -> None:
 
 def audit(args: argparse.Namespace) -> int:
     """Execute the command for parsed ``args``; returns the exit status (see the module docstring)."""
-    from examples.embodiment.reward_eval.commands.rescore import is_source_random_model, reward_config
+    from reward_eval.commands.rescore import is_source_random_model, reward_config
 
     episodes = audit_episodes(args.source)
     records = [e.record for e in episodes]
@@ -251,7 +250,7 @@ def audit_own_run(
     ``run_dir/audit`` and returns the block of the run's summary (the audit without its
     cases, ``dir`` naming the audit dir), or ``{"skipped": reason}`` when the run cannot be
     audited (e.g. no native success): a run is not a failure for that."""
-    from examples.embodiment.reward_eval.commands.rescore import reward_config
+    from reward_eval.commands.rescore import reward_config
 
     out = run_dir / AUDIT_DIR
     try:

@@ -1,6 +1,6 @@
 """Compare a native-reward and a VLM-reward training run from their log dirs.
 
-``python -m examples.embodiment.reward_eval compare NATIVE_RUN VLM_RUN [options]`` (see
+``python -m reward_eval compare NATIVE_RUN VLM_RUN [options]`` (see
 ``--help``). Each run is a log dir as ``run_embodiment.sh`` writes it (see
 :mod:`..analysis.training_runs` for what is read and how agreement is computed without the
 scalar). Writes ``compare.png`` and ``compare.md`` (:mod:`..report.comparison`) to ``--out``
@@ -14,16 +14,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from examples.embodiment.reward_eval.analysis.training_runs import AGREE_TAG, NATIVE_TAG, load_run
-from examples.embodiment.reward_eval.commands.options import positive_int
-from examples.embodiment.reward_eval.commands.run_dir import default_run_dir
-from examples.embodiment.reward_eval.report.comparison import markdown, plot
+from reward_eval.analysis.training_runs import AGREE_TAG, NATIVE_TAG, load_run
+from reward_eval.job.options import positive_int
+from reward_eval.job.run_dir import default_run_dir
+from reward_eval.report.comparison import markdown, plot
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``compare`` command line."""
     p = argparse.ArgumentParser(
-        prog="python -m examples.embodiment.reward_eval compare",
+        prog="python -m reward_eval compare",
         description="Plot native success over training for a native-reward and a VLM-reward run, "
         "with the VLM/native agreement, and write a short Markdown table.",
     )

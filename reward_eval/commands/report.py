@@ -1,6 +1,6 @@
 """Re-render a run's report at another threshold or reward mode from its stored scores: no judge call.
 
-``python -m examples.embodiment.reward_eval report RUN_DIR --threshold T [--binary|--continuous]``
+``python -m reward_eval report RUN_DIR --threshold T [--binary|--continuous]``
 reads the run's episode logs, sets each record's ``success_threshold`` (and ``binary_reward``)
 and recomputes its ``vlm_success`` with the report's success rule
 (:func:`..analysis.metrics.is_success`), exactly what ``rescore`` with the same judge and
@@ -21,20 +21,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.audit import ORIGINAL, summarize_audit
-from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
-from examples.embodiment.reward_eval.analysis.metrics import is_success, resolve_threshold
-from examples.embodiment.reward_eval.analysis.perturbations import FAILURE
-from examples.embodiment.reward_eval.commands.audit import AUDIT_DIR, read_settings
-from examples.embodiment.reward_eval.commands.options import unit_interval
-from examples.embodiment.reward_eval.commands.run_dir import default_run_dir, finish_report, write_settings
-from examples.embodiment.reward_eval.report.audit import AUDIT_FILE, write_audit_report
+from reward_eval.analysis.audit import ORIGINAL, summarize_audit
+from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.metrics import is_success, resolve_threshold
+from reward_eval.analysis.perturbations import FAILURE
+from reward_eval.commands.audit import AUDIT_DIR, read_settings
+from reward_eval.job.options import unit_interval
+from reward_eval.job.run_dir import default_run_dir, finish_report, write_settings
+from reward_eval.report.audit import AUDIT_FILE, write_audit_report
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``report`` command line."""
     p = argparse.ArgumentParser(
-        prog="python -m examples.embodiment.reward_eval report",
+        prog="python -m reward_eval report",
         description="Write a run's report at another threshold or reward mode from its stored scores "
         "(no judge call; rescore is for another judge).",
     )
@@ -99,7 +99,7 @@ def copy_audit(source: Path, out: Path, threshold: float, random_model: bool) ->
 
 def report(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the command for parsed ``args``; returns the report's paths."""
-    from examples.embodiment.reward_eval.commands.rescore import write_log
+    from reward_eval.commands.rescore import write_log
 
     records = {log: load_episodes(log) for log in args.logs}
     threshold = resolve_threshold([r for rs in records.values() for r in rs], args.threshold)[0]

@@ -1,6 +1,6 @@
 """Re-score a finished run's kept episode videos with another judge, without rolling out again.
 
-``python -m examples.embodiment.reward_eval rescore SOURCE [options]`` (see ``--help``):
+``python -m reward_eval rescore SOURCE [options]`` (see ``--help``):
 SOURCE is a run dir of ``run`` (or of an earlier ``rescore``) or one episode JSONL whose
 videos were kept (``video_path`` set and the file present). Every video is sent to the
 reward server through the env's own client (``VLMRewardClient.score_video``: same payload,
@@ -13,7 +13,7 @@ Unset judgement options keep the source's: ``--threshold`` defaults to the recor
 with the same backend and model reproduces the scores (the backends decode greedily);
 another ``--threshold`` changes only ``vlm_success``.
 
-``--prefixes K`` also judges the growing prefixes of every video (:mod:`.prefixes`) and
+``--prefixes K`` also judges the growing prefixes of every video (:mod:`..judging.prefixes`) and
 adds the progress order (VOC) to ``summary.json`` (``progress``), ``voc_episodes.jsonl``
 and the report.
 """
@@ -32,10 +32,9 @@ from typing import Any
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
-from examples.embodiment.reward_eval.analysis.episode_log import episode_logs, load_episodes
-from examples.embodiment.reward_eval.analysis.progress import summarize_progress
-from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
-from examples.embodiment.reward_eval.commands.options import (
+from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.progress import summarize_progress
+from reward_eval.job.options import (
     ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
@@ -44,19 +43,20 @@ from examples.embodiment.reward_eval.commands.options import (
     resolve_model,
     reward_overrides,
 )
-from examples.embodiment.reward_eval.commands.prefixes import (
-    EPISODES_FILE,
-    Episode,
-    score_prefixes,
-    write_episodes,
-)
-from examples.embodiment.reward_eval.commands.run import ENV_CONFIG
-from examples.embodiment.reward_eval.commands.run_dir import (
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.job.run_dir import (
     default_run_dir,
     finish_report,
     plain_options,
     run_command,
     write_settings,
+)
+from reward_eval.judging.endpoint import scoring_endpoint
+from reward_eval.judging.prefixes import (
+    EPISODES_FILE,
+    Episode,
+    score_prefixes,
+    write_episodes,
 )
 from rlinf.envs.libero.episode_scoring import EpisodeLog, episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
@@ -72,7 +72,7 @@ JUDGEMENT_KEYS = frozenset(
 def build_parser() -> argparse.ArgumentParser:
     """The ``rescore`` command line."""
     p = argparse.ArgumentParser(
-        prog="python -m examples.embodiment.reward_eval rescore",
+        prog="python -m reward_eval rescore",
         description="Re-score the kept videos of an evaluation run with another backend, model, "
         "threshold or score mode, and write a new run dir with the same report.",
     )

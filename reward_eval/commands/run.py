@@ -1,6 +1,6 @@
 """The reward-model evaluation job: roll out LIBERO-10 episodes, score them, write a report.
 
-``python -m examples.embodiment.reward_eval run [options]`` (see ``--help``):
+``python -m reward_eval run [options]`` (see ``--help``):
 
 1. picks the episodes deterministically: for each ``--tasks`` id, the first
    ``--episodes-per-task`` initial states (trials) of that task, as RLinf reset state ids;
@@ -31,10 +31,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from examples.embodiment.reward_eval.analysis.episode_log import episode_logs
-from examples.embodiment.reward_eval.commands.audit import audit_own_run
-from examples.embodiment.reward_eval.commands.judge import scoring_endpoint
-from examples.embodiment.reward_eval.commands.options import (
+from reward_eval.analysis.episode_log import episode_logs
+from reward_eval.commands.audit import audit_own_run
+from reward_eval.job.options import (
     ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
@@ -43,19 +42,19 @@ from examples.embodiment.reward_eval.commands.options import (
     resolve_model,
     reward_overrides,
 )
-from examples.embodiment.reward_eval.commands.quiet import dropping_stdout_lines
-from examples.embodiment.reward_eval.commands.rollout import make_env, rollout
-from examples.embodiment.reward_eval.commands.run_dir import (
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.job.quiet import dropping_stdout_lines
+from reward_eval.job.rollout import make_env, rollout
+from reward_eval.job.run_dir import (
     default_run_dir,
     finish_report,
     plain_options,
     run_command,
     write_settings,
 )
-from examples.embodiment.reward_eval.policies import make_policy, policy_names
+from reward_eval.judging.endpoint import scoring_endpoint
+from reward_eval.policies import make_policy, policy_names
 
-REPO = Path(__file__).resolve().parents[4]
-ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
 DEFAULT_TASKS = "0,1"
 
 
@@ -75,7 +74,7 @@ def task_ids(text: str) -> list[int]:
 def build_parser() -> argparse.ArgumentParser:
     """The ``run`` command line."""
     p = argparse.ArgumentParser(
-        prog="python -m examples.embodiment.reward_eval run",
+        prog="python -m reward_eval run",
         description="Roll out LIBERO-10 episodes, score each with a VLM reward server, and report how "
         "the VLM's verdicts agree with the simulator's success.",
     )

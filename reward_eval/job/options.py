@@ -9,7 +9,7 @@ With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) an
 ``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
 ``random_model: true``: its scores mean nothing, the run only shows that every stage works.
 ``--model`` takes a checkpoint of any supported family (its config.json decides).
-:mod:`.judge` turns them into the endpoint a command scores against.
+:mod:`..judging.endpoint` turns them into the endpoint a command scores against.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ import numpy as np
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from examples.embodiment.reward_eval.commands.quiet import dropping_stdout_lines
-from examples.embodiment.reward_eval.policies import ACTION_DIM, Policy
+from reward_eval.job.quiet import dropping_stdout_lines
+from reward_eval.policies import ACTION_DIM, Policy
 
 
 @dataclass

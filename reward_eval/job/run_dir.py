@@ -14,10 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.episode_log import EPISODE_LOG_GLOB, episode_logs
-from examples.embodiment.reward_eval.commands.judge import JUDGE_ERRORS
-
-REPO = Path(__file__).resolve().parents[4]
+from reward_eval.analysis.episode_log import EPISODE_LOG_GLOB, episode_logs
+from reward_eval.job.paths import REPO
+from reward_eval.judging.endpoint import JUDGE_ERRORS
 
 
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
@@ -58,18 +57,18 @@ def finish_report(
     """Summarize the run's episode logs, write the report, print the table and the report's path.
 
     The summary gets the command lines that re-render this run's report at its best thresholds
-    (:mod:`.report_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
+    (:mod:`..report.threshold_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
     ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
-    from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
-    from examples.embodiment.reward_eval.analysis.metrics import summarize
-    from examples.embodiment.reward_eval.commands.report_hint import add_report_hints
-    from examples.embodiment.reward_eval.report.audit import audit_lines
-    from examples.embodiment.reward_eval.report.calibration import calibration_lines
-    from examples.embodiment.reward_eval.report.evaluation import write_report
-    from examples.embodiment.reward_eval.report.progress import progress_lines
-    from examples.embodiment.reward_eval.report.table import format_table
+    from reward_eval.analysis.episode_log import load_episodes
+    from reward_eval.analysis.metrics import summarize
+    from reward_eval.report.audit import audit_lines
+    from reward_eval.report.calibration import calibration_lines
+    from reward_eval.report.evaluation import write_report
+    from reward_eval.report.progress import progress_lines
+    from reward_eval.report.table import format_table
+    from reward_eval.report.threshold_hint import add_report_hints
 
     logs = episode_logs(run_dir)
     if not logs:

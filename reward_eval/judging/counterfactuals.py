@@ -24,15 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from examples.embodiment.reward_eval.analysis.audit import ORIGINAL
-from examples.embodiment.reward_eval.analysis.perturbations import (
+from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.perturbations import (
     FAILURE,
     Counterfactual,
     Source,
     perturb,
     perturbation_names,
 )
-from examples.embodiment.reward_eval.commands.call_bar import CallBar
+from reward_eval.judging.calls import JudgeCall, judge_all
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
@@ -155,20 +155,21 @@ def judge_episodes(
 
 
 def _judge(client: VLMRewardClient, calls: Sequence[Call], concurrency: int) -> list[dict[str, Any]]:
-    bar = CallBar(len(calls), "audit")
-
-    def one(call: Call) -> dict[str, Any]:
-        native = bool(call.case["native_success"]) and call.case["perturbation"] == ORIGINAL
-        result = client.score_video(call.case["judged_task_text"], str(call.path), call.nframes, native)
-        bar.done(result.fallback)
-        score = None if result.fallback else result.score
-        return {**call.case, "score": score, "error": result.error if result.fallback else None}
-
-    try:
-        with ThreadPoolExecutor(concurrency) as pool:
-            return list(pool.map(one, calls))
-    finally:
-        bar.close()
+    """Each call's case with its ``score`` (``None`` for a fallback, whose ``error`` is kept)."""
+    requests = [
+        JudgeCall(
+            call.case["judged_task_text"],
+            str(call.path),
+            call.nframes,
+            bool(call.case["native_success"]) and call.case["perturbation"] == ORIGINAL,
+        )
+        for call in calls
+    ]
+    results = judge_all(client, requests, concurrency, "audit")
+    return [
+        {**call.case, "score": None if r.fallback else r.score, "error": r.error if r.fallback else None}
+        for call, r in zip(calls, results, strict=True)
+    ]
 
 
 def _with_original_scores(cases: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

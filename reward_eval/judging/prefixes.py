@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
-from examples.embodiment.reward_eval.commands.call_bar import CallBar
+from reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
+from reward_eval.judging.calls import JudgeCall, judge_all
 from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
@@ -121,21 +121,16 @@ def _score_calls(
 ) -> list[float | None]:
     """The score of each ``(record, prefixes, j)`` call (prefix ``j``), ``None`` for a fallback;
     ``nframes`` is the prefix's frame count, capped at the record's ``frames_sent``."""
-    bar = CallBar(len(calls), "prefixes")
-
-    def one(call: tuple[Mapping[str, Any], Prefixes, int]) -> float | None:
-        record, prefixes, j = call
-        nframes = min(prefixes.frames[j], int(record.get("frames_sent") or client.cfg.nframes))
-        native = bool(record["native_success"])
-        result = client.score_video(record["task_text"], str(prefixes.paths[j]), nframes, native)
-        bar.done(result.fallback)
-        return None if result.fallback else result.score
-
-    try:
-        with ThreadPoolExecutor(concurrency) as pool:
-            return list(pool.map(one, calls))
-    finally:
-        bar.close()
+    requests = [
+        JudgeCall(
+            record["task_text"],
+            str(prefixes.paths[j]),
+            min(prefixes.frames[j], int(record.get("frames_sent") or client.cfg.nframes)),
+            bool(record["native_success"]),
+        )
+        for record, prefixes, j in calls
+    ]
+    return [None if r.fallback else r.score for r in judge_all(client, requests, concurrency, "prefixes")]
 
 
 def write_episodes(path: Path, results: Sequence[Mapping[str, Any]]) -> Path:

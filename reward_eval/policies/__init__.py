@@ -6,8 +6,8 @@ the ``zero`` and ``random`` baselines; ``expert`` the scripted LIBERO expert, bu
 registers all of them.
 """
 
-from examples.embodiment.reward_eval.policies import basic, expert  # noqa: F401 - registers them
-from examples.embodiment.reward_eval.policies.registry import (
+from reward_eval.policies import basic, expert  # noqa: F401 - registers them
+from reward_eval.policies.registry import (
     ACTION_DIM,
     GRIPPER_OPEN,
     Policy,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from examples.embodiment.reward_eval.policies.registry import (
+from reward_eval.policies.registry import (
     ACTION_DIM,
     GRIPPER_OPEN,
     Policy,

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from examples.embodiment.reward_eval.policies.libero_plans import plan_for
-from examples.embodiment.reward_eval.policies.pick_place import Phase, PickPlaceController
-from examples.embodiment.reward_eval.policies.registry import ACTION_DIM, Policy, register_policy
+from reward_eval.policies.libero_plans import plan_for
+from reward_eval.policies.pick_place import Phase, PickPlaceController
+from reward_eval.policies.registry import ACTION_DIM, Policy, register_policy
 
 EXPERT_DROP_PHASES = ("descend", "close", "lift", "carry")
 

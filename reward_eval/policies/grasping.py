@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from examples.embodiment.reward_eval.policies.rotations import quat_to_matrix
+from reward_eval.policies.rotations import quat_to_matrix
 
 HAND_HALF_LENGTH = 0.1  # the Panda hand, from its centre to its end along the finger axis
 CLEAR = 0.06  # metres between the hand and a neighbouring object's centre that are enough

@@ -7,7 +7,7 @@ of the LIBERO assets, measured from their collision geometry in the simulator.
 
 from __future__ import annotations
 
-from examples.embodiment.reward_eval.policies.grasping import Container, Grasp, PickPlace
+from reward_eval.policies.grasping import Container, Grasp, PickPlace
 
 CAN = Grasp(height=0.012, hang=0.05)  # alphabet soup, tomato sauce: 7.6 cm tall, 6.3 cm wide
 # cream cheese (8.0 x 4.2 x 1.8 cm), butter (7.7 x 3.9 x 1.7 cm): long side along x at

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from examples.embodiment.reward_eval.policies.grasping import PickPlace, grasp_pose
-from examples.embodiment.reward_eval.policies.rotations import (
+from reward_eval.policies.grasping import PickPlace, grasp_pose
+from reward_eval.policies.rotations import (
     matrix_to_rotvec,
     quat_to_matrix,
     rotvec_to_matrix,

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from examples.embodiment.reward_eval.analysis.audit import ORIGINAL
-from examples.embodiment.reward_eval.analysis.perturbations import FAILURE, describe
-from examples.embodiment.reward_eval.report.document import (
+from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.perturbations import FAILURE, describe
+from reward_eval.report.document import (
     Alert,
     Block,
     Heading,
@@ -30,8 +30,8 @@ from examples.embodiment.reward_eval.report.document import (
     render_html,
     render_markdown,
 )
-from examples.embodiment.reward_eval.report.plots import save_figure
-from examples.embodiment.reward_eval.report.table import num, pct
+from reward_eval.report.plots import save_figure
+from reward_eval.report.table import num, pct
 
 AUDIT_FILE = "audit.json"
 STRIP_FRAMES = 8  # frames of each row of a filmstrip (evenly subsampled)
@@ -163,7 +163,7 @@ def write_audit_report(
     paths["audit"].write_text(text + "\n", encoding="utf-8")
     blocks: list[Block] = [Heading(title, 1)]
     if random_model:  # imported here: the evaluation report imports this module
-        from examples.embodiment.reward_eval.report.evaluation import RANDOM_MODEL_WARNING
+        from reward_eval.report.evaluation import RANDOM_MODEL_WARNING
 
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     blocks += audit_blocks(audit)

@@ -1,7 +1,7 @@
 """The calibration part of the report: ROC curve, best thresholds, Brier score, reliability.
 
 Every number comes from ``summary["calibration"]``
-(:func:`examples.embodiment.reward_eval.analysis.calibration.calibration`, with the
+(:func:`reward_eval.analysis.calibration.calibration`, with the
 ``report_at_*`` command lines :mod:`..commands.report_hint` adds). A value that is
 undefined shows as ``n/a`` followed by the reason the summary gives. Figures are drawn on
 matplotlib's Agg canvas as in :mod:`.plots`.
@@ -15,14 +15,14 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from examples.embodiment.reward_eval.report.document import Block, Heading, Image, Items, Para, Table
-from examples.embodiment.reward_eval.report.plots import (
+from reward_eval.report.document import Block, Heading, Image, Items, Para, Table
+from reward_eval.report.plots import (
     AGREE_COLOR,
     FAILURE_COLOR,
     SUCCESS_COLOR,
     save_figure,
 )
-from examples.embodiment.reward_eval.report.table import num, pct
+from reward_eval.report.table import num, pct
 
 
 def threshold_text(value: float) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from examples.embodiment.reward_eval.analysis.training_runs import STEP_UNIT, RunCurves
+from reward_eval.analysis.training_runs import STEP_UNIT, RunCurves
 
 COLORS = ("#264653", "#e76f51")  # native run, VLM run
 

@@ -5,7 +5,7 @@ the HTML always say the same thing. The images are the PNGs in the run directory
 by relative paths, so the directory can be copied or zipped as a whole.
 
 Every number in the documents comes from the ``summary`` of
-:func:`examples.embodiment.reward_eval.analysis.metrics.summarize`; only the disagreement strips read
+:func:`reward_eval.analysis.metrics.summarize`; only the disagreement strips read
 the records themselves (for the task text, the answer and the kept video).
 """
 
@@ -16,11 +16,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.reward_eval.analysis.metrics import disagreements, vlm_success
-from examples.embodiment.reward_eval.report import plots
-from examples.embodiment.reward_eval.report.audit import audit_section
-from examples.embodiment.reward_eval.report.calibration import calibration_section
-from examples.embodiment.reward_eval.report.document import (
+from reward_eval.analysis.metrics import disagreements, vlm_success
+from reward_eval.report import plots
+from reward_eval.report.audit import audit_section
+from reward_eval.report.calibration import calibration_section
+from reward_eval.report.document import (
     Alert,
     Block,
     Heading,
@@ -31,8 +31,8 @@ from examples.embodiment.reward_eval.report.document import (
     render_html,
     render_markdown,
 )
-from examples.embodiment.reward_eval.report.progress import progress_section
-from examples.embodiment.reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
+from reward_eval.report.progress import progress_section
+from reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
 
 MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
 ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long

@@ -20,7 +20,8 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from examples.embodiment.reward_eval.analysis.metrics import task_key
+from reward_eval.analysis.metrics import task_key
+from vlm_reward.video_io import decode_clip, probe_video
 
 SUCCESS_COLOR = "#2a9d8f"  # native success
 FAILURE_COLOR = "#e76f51"  # native failure
@@ -171,19 +172,16 @@ def latency_histogram(path: Path, records: Sequence[Mapping], latency: Mapping[s
 
 
 def read_video_frames(path: str | os.PathLike[str]) -> np.ndarray:
-    """All frames of a video as ``uint8`` RGB ``(T, H, W, 3)``; ``ValueError`` if unreadable or empty."""
-    import av
-
+    """All frames of a video as ``uint8`` RGB ``(T, H, W, 3)``; ``ValueError`` naming ``path`` if
+    it is unreadable or empty. Decoded by the server's own decoder (:mod:`vlm_reward.video_io`),
+    so a strip shows a video the way the judge's server reads it."""
     try:
-        with av.open(os.fspath(path)) as container:
-            if not container.streams.video:
-                raise ValueError(f"{path} has no video stream.")
-            frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
-    except av.error.FFmpegError as exc:
-        raise ValueError(f"{path} is not a readable video ({exc.strerror or type(exc).__name__}).") from exc
-    if not frames:
-        raise ValueError(f"{path} has no frames.")
-    return np.stack(frames)
+        probe = probe_video(path)
+        if not probe.num_frames:
+            raise ValueError("the video has no frames.")
+        return decode_clip(path, range(probe.num_frames), probe).frames
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from exc
 
 
 def frame_strip(path: Path, frames: np.ndarray, title: str, max_frames: int = 16, per_row: int = 8) -> Path:

@@ -1,7 +1,7 @@
 """The progress-order part of a ``rescore --prefixes K`` report: VOC per episode, task and outcome.
 
 Every number comes from ``summary["progress"]``
-(:func:`examples.embodiment.reward_eval.analysis.progress.summarize_progress`, with the
+(:func:`reward_eval.analysis.progress.summarize_progress`, with the
 per-episode results under ``episodes``). An undefined VOC shows as ``n/a`` with its reason.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from examples.embodiment.reward_eval.report.document import Block, Heading, Image, Para, Table
-from examples.embodiment.reward_eval.report.plots import FAILURE_COLOR, SUCCESS_COLOR, save_figure
-from examples.embodiment.reward_eval.report.table import num
+from reward_eval.report.document import Block, Heading, Image, Para, Table
+from reward_eval.report.plots import FAILURE_COLOR, SUCCESS_COLOR, save_figure
+from reward_eval.report.table import num
 
 MAX_EPISODE_ROWS = 200  # per-episode rows in the report; voc_episodes.jsonl has them all
 

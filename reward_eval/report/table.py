@@ -1,7 +1,7 @@
 """The short table a command prints at its end, and the number formats of every report.
 
 Every number comes from the ``summary`` of
-:func:`examples.embodiment.reward_eval.analysis.metrics.summarize`.
+:func:`reward_eval.analysis.metrics.summarize`.
 """
 
 from __future__ import annotations

@@ -32,10 +32,10 @@ class EvalRun:
 
 
 def run_reward_eval(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``python -m examples.embodiment.reward_eval ARGS`` in a fresh interpreter, as a user runs it."""
+    """``python -m reward_eval ARGS`` in a fresh interpreter, as a user runs it."""
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return subprocess.run(
-        [sys.executable, "-m", "examples.embodiment.reward_eval", *args],
+        [sys.executable, "-m", "reward_eval", *args],
         cwd="/",  # the job must not depend on the working directory
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.commands import audit as audit_cmd
-from examples.embodiment.reward_eval.commands import report as report_cmd
+from reward_eval.commands import audit as audit_cmd
+from reward_eval.commands import report as report_cmd
 from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.analysis import perturbations as pt
-from examples.embodiment.reward_eval.analysis.audit import ORIGINAL, row_block, rows_above, summarize_audit
-from examples.embodiment.reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
+from reward_eval.analysis import perturbations as pt
+from reward_eval.analysis.audit import ORIGINAL, row_block, rows_above, summarize_audit
+from reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
 
 
 def indexed(n: int) -> np.ndarray:
@@ -233,7 +233,7 @@ ROW_CASES = [
 
 @pytest.mark.parametrize(("name", "block", "drop"), [c[1:] for c in ROW_CASES], ids=[c[0] for c in ROW_CASES])
 def test_a_report_row_shows_the_drop_to_three_decimals(name: str, block: dict[str, Any], drop: str) -> None:
-    from examples.embodiment.reward_eval.report.audit import row_cells
+    from reward_eval.report.audit import row_cells
 
     base = {"episodes": 2, "judged": 1, "fallbacks": 1, "positive_rate": 0.5, "mean_score": 0.25}
     assert row_cells(name, {**base, **block}) == ("2", "1 (1 fallback)", "50.0%", "0.250", drop)

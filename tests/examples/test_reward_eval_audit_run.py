@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.embodiment.reward_eval.analysis.perturbations import perturbation_names
+from reward_eval.analysis.perturbations import perturbation_names
 from tests.examples.conftest import EvalRun, run_reward_eval
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from examples.embodiment.reward_eval.analysis.calibration import (
+from reward_eval.analysis.calibration import (
     best_f1,
     best_youden,
     brier,
@@ -24,7 +24,7 @@ from examples.embodiment.reward_eval.analysis.calibration import (
     roc_area,
     roc_curve,
 )
-from examples.embodiment.reward_eval.analysis.metrics import auroc, summarize
+from reward_eval.analysis.metrics import auroc, summarize
 
 # (id, scores, labels, roc, auroc, best_f1, best_youden, brier)
 CASES = [

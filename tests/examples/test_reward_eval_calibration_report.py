@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from examples.embodiment.reward_eval.analysis.metrics import summarize
-from examples.embodiment.reward_eval.analysis.progress import CONSTANT, FEW_PREFIXES, summarize_progress
-from examples.embodiment.reward_eval.commands.report_hint import add_report_hints, report_command
-from examples.embodiment.reward_eval.report import progress as progress_report
-from examples.embodiment.reward_eval.report.calibration import calibration_lines
-from examples.embodiment.reward_eval.report.evaluation import write_report
-from examples.embodiment.reward_eval.report.progress import progress_lines
+from reward_eval.analysis.metrics import summarize
+from reward_eval.analysis.progress import CONSTANT, FEW_PREFIXES, summarize_progress
+from reward_eval.report import progress as progress_report
+from reward_eval.report.calibration import calibration_lines
+from reward_eval.report.evaluation import write_report
+from reward_eval.report.progress import progress_lines
+from reward_eval.report.threshold_hint import add_report_hints, report_command
 
 
 def rec(task: int, native: bool, score: float, **extra: Any) -> dict[str, Any]:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from examples.embodiment.reward_eval.analysis import training_runs
-from examples.embodiment.reward_eval.commands import compare
+from reward_eval.analysis import training_runs
+from reward_eval.commands import compare
 
 NATIVE_SUCCESS = [0.10, 0.30, 0.25, 0.50, 0.40]  # best 0.50 at step 3, final 0.40 at step 4
 VLM_SUCCESS = [0.05, 0.20, 0.45, 0.35, 0.60]  # best = final = 0.60 at step 4

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.policies.expert import ExpertController
-from examples.embodiment.reward_eval.policies.pick_place import Phase
+from reward_eval.policies.expert import ExpertController
+from reward_eval.policies.pick_place import Phase
 from tests.envs.conftest import libero_cfg, libero_env
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]

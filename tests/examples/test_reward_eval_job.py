@@ -1,6 +1,6 @@
 """The evaluation job (``reward_eval run``): option checks, the episode plan, and real runs.
 
-The rollout loop (:mod:`reward_eval.commands.rollout`) runs first on a scripted stand-in
+The rollout loop (:mod:`reward_eval.job.rollout`) runs first on a scripted stand-in
 env, which says exactly what reached the policy and the env and what the progress bar
 counted. The real runs use LIBERO and real reward servers on 127.0.0.1: the session's
 shared run (zero policy, local ``qwen2_5_vl_hf`` server on the tiny checkpoint, see
@@ -21,13 +21,13 @@ import pytest
 import requests
 from PIL import Image
 
-from examples.embodiment.reward_eval import cli
-from examples.embodiment.reward_eval.commands import options, rollout
-from examples.embodiment.reward_eval.commands import run as run_cmd
-from examples.embodiment.reward_eval.commands.judge import EndpointUnavailableError
-from examples.embodiment.reward_eval.commands.run_dir import run_command
-from examples.embodiment.reward_eval.policies import make_policy
-from examples.embodiment.reward_eval.report.plots import read_video_frames
+from reward_eval import cli
+from reward_eval.commands import run as run_cmd
+from reward_eval.job import options, rollout
+from reward_eval.job.run_dir import run_command
+from reward_eval.judging.endpoint import EndpointUnavailableError
+from reward_eval.policies import make_policy
+from reward_eval.report.plots import read_video_frames
 from tests.examples.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
 from tests.support.server import ServerProcess
 from vlm_reward.server_process import ServerStartError, free_port
@@ -80,7 +80,7 @@ class ScriptedEnv:
 @pytest.fixture
 def registry(monkeypatch: pytest.MonkeyPatch) -> dict:
     """A copy of the policy registry for tests that register policies, restored afterwards."""
-    from examples.embodiment.reward_eval.policies import registry as policy_registry
+    from reward_eval.policies import registry as policy_registry
 
     copy = dict(policy_registry._REGISTRY)
     monkeypatch.setattr(policy_registry, "_REGISTRY", copy)
@@ -88,7 +88,7 @@ def registry(monkeypatch: pytest.MonkeyPatch) -> dict:
 
 
 def test_the_loop_hands_the_env_and_each_observation_to_a_registered_policy(registry: dict) -> None:
-    from examples.embodiment.reward_eval.policies import Policy, register_policy
+    from reward_eval.policies import Policy, register_policy
 
     calls: list[tuple] = []
 

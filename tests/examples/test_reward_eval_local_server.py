@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from examples.embodiment.reward_eval.commands import judge, options
+from reward_eval.job import options
+from reward_eval.judging import endpoint as judge
 from tests.support.server import ServerProcess
 from vlm_reward.server_process import RewardServerProcess, ServerStartError, free_port, health_url
 

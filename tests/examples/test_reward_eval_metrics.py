@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from examples.embodiment.reward_eval.analysis.episode_log import load_episodes
-from examples.embodiment.reward_eval.analysis.metrics import (
+from reward_eval.analysis.episode_log import load_episodes
+from reward_eval.analysis.metrics import (
     DEFAULT_THRESHOLD,
     auroc,
     disagreements,

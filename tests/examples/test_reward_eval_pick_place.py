@@ -11,16 +11,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.policies import grasping, pick_place
-from examples.embodiment.reward_eval.policies.grasping import grasp_yaw
-from examples.embodiment.reward_eval.policies.libero_plans import CAN, PLANS, plan_for
-from examples.embodiment.reward_eval.policies.pick_place import (
+from reward_eval.policies import grasping, pick_place
+from reward_eval.policies.grasping import grasp_yaw
+from reward_eval.policies.libero_plans import CAN, PLANS, plan_for
+from reward_eval.policies.pick_place import (
     MAX_SPEED,
     MAX_TURN,
     Phase,
     PickPlaceController,
 )
-from examples.embodiment.reward_eval.policies.rotations import matrix_to_rotvec, rotvec_to_matrix
+from reward_eval.policies.rotations import matrix_to_rotvec, rotvec_to_matrix
 
 TABLE_Z = 0.44
 BASKET = np.array([0.0, 0.27, 0.432])

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval import policies
-from examples.embodiment.reward_eval.policies import basic, make_policy, policy_names, register_policy
-from examples.embodiment.reward_eval.policies import registry as policy_registry
-from examples.embodiment.reward_eval.policies.expert import ExpertController
+from reward_eval import policies
+from reward_eval.policies import basic, make_policy, policy_names, register_policy
+from reward_eval.policies import registry as policy_registry
+from reward_eval.policies.expert import ExpertController
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from examples.embodiment.reward_eval.analysis.progress import CONSTANT, UNREADABLE
-from examples.embodiment.reward_eval.commands import report as report_cmd
-from examples.embodiment.reward_eval.commands import rescore
+from reward_eval.analysis.progress import CONSTANT, UNREADABLE
+from reward_eval.commands import report as report_cmd
+from reward_eval.commands import rescore
 from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult

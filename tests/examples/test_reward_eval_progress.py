@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from examples.embodiment.reward_eval.analysis.progress import (
+from reward_eval.analysis.progress import (
     CONSTANT,
     FEW_PREFIXES,
     UNREADABLE,

@@ -15,7 +15,7 @@ import warnings
 
 import pytest
 
-from examples.embodiment.reward_eval.commands import quiet
+from reward_eval.job import quiet
 from tests.support.server import REPO
 
 NOISE = (
@@ -36,7 +36,7 @@ raise SystemExit("a real failure")
 
 
 def _stderr(silence: bool) -> subprocess.CompletedProcess[str]:
-    setup = "from examples.embodiment.reward_eval.commands.quiet import silence_known_noise\n"
+    setup = "from reward_eval.job.quiet import silence_known_noise\n"
     setup += "silence_known_noise()\n" if silence else ""
     return subprocess.run(
         [sys.executable, "-c", setup + IMPORTS + "\n" + REAL_MESSAGES],

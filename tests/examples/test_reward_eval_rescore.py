@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.embodiment.reward_eval.commands import rescore
+from reward_eval.commands import rescore
 from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient

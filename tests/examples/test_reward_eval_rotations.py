@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from examples.embodiment.reward_eval.policies.pick_place import DOWN
-from examples.embodiment.reward_eval.policies.rotations import (
+from reward_eval.policies.pick_place import DOWN
+from reward_eval.policies.rotations import (
     matrix_to_rotvec,
     quat_to_matrix,
     rotvec_to_matrix,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.embodiment.reward_eval.commands import judge, options
+from reward_eval.job import options
+from reward_eval.judging import endpoint as judge
 from tests.support.vllm_venv import fake_venv
 from vlm_reward import runtime
 from vlm_reward.server_process import ServerStartError

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from examples.embodiment.reward_eval.commands import options
-from examples.embodiment.reward_eval.commands import run as run_cmd
+from reward_eval.commands import run as run_cmd
+from reward_eval.job import options
 
 
 def _scoring_args(argv: list[str]):

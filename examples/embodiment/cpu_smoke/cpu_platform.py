@@ -14,7 +14,7 @@ Two details make this more than setting two class attributes:
   (once per process) to re-set them on every instance.
 * RLinf only logs a warning when the hook fails to import, and the driver then hangs. So
   ``register()`` leaves a marker file per worker in ``$RLINF_CPU_SMOKE_MARKER_DIR`` (when set),
-  which the smoke driver checks (see ``examples/embodiment/cpu_smoke.py``).
+  which the smoke driver checks (see ``examples/embodiment/cpu_smoke/guard.py``).
 
 This is for wiring checks only: nothing here makes training on CPU fast or meaningful.
 """

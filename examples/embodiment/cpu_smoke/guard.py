@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from examples.embodiment.cpu_platform import MARKER_DIR_ENV, marker_name
+from examples.embodiment.cpu_smoke.cpu_platform import MARKER_DIR_ENV, marker_name
 
 EXT_MODULE_ENV = "RLINF_EXT_MODULE"
 EXIT_SETUP = 2
@@ -54,7 +54,7 @@ class SmokeSettings:
 
     timeout_s: float
     hook_module: str
-    record_dir: Path  # tiny_model_dir, the other key of the block, is read by cpu_smoke_model.py
+    record_dir: Path  # tiny_model_dir, the other key of the block, is read by model.py
 
     @property
     def marker_dir(self) -> Path:

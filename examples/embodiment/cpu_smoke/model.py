@@ -67,7 +67,7 @@ def prepare_policy(cfg: Any, available: int | None = None) -> PolicyPlan | None:
     path = Path(str(cfg.actor.model.model_path))
     built = False
     if path == Path(str(cfg.cpu_smoke.tiny_model_dir)) and not (path / "config.json").is_file():
-        from examples.embodiment.tiny_openvla_oft import build
+        from examples.embodiment.cpu_smoke.tiny_openvla_oft import build
 
         build(path)
         built = True

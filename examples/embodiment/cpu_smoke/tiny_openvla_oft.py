@@ -15,7 +15,8 @@ backbones, projector, Llama, action-token decoding, un-normalisation) on a CPU:
 * ``norm_stats["libero_10_no_noops"]`` with ``q01``/``q99`` and the processor's config.
 
 15.9 M parameters, 34 MB, seeded: the same ``seed`` gives the same weights. Its actions are
-random; what it proves is that the code runs. ``python -m examples.embodiment.tiny_openvla_oft OUT``.
+random; what it proves is that the code runs.
+``python -m examples.embodiment.cpu_smoke.tiny_openvla_oft OUT``.
 """
 
 from __future__ import annotations
