@@ -22,7 +22,7 @@ from reward_eval.judging.endpoint import JUDGE_ERRORS
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
     """Run a job command (``run``, ``rescore``) on parsed ``args``; returns the exit status.
 
-    A reward server that cannot be started or reached (:data:`.judge.JUDGE_ERRORS`) is the
+    A reward server that cannot be started or reached (:data:`..judging.endpoint.JUDGE_ERRORS`) is the
     user's to fix, not a bug: it ends the command with its one-line message and status 1
     instead of a traceback. Every other exception propagates.
     """

@@ -12,7 +12,7 @@ error messages point to; a server that does not come up is
 :class:`vlm_reward.server_process.ServerStartError`.
 
 Both errors are the user's to fix, not bugs: :data:`JUDGE_ERRORS` end a command with
-their one-line message and status 1 (:func:`.run_dir.run_command`).
+their one-line message and status 1 (:func:`..job.run_dir.run_command`).
 """
 
 from __future__ import annotations

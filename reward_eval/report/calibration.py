@@ -2,7 +2,7 @@
 
 Every number comes from ``summary["calibration"]``
 (:func:`reward_eval.analysis.calibration.calibration`, with the
-``report_at_*`` command lines :mod:`..commands.report_hint` adds). A value that is
+``report_at_*`` command lines :mod:`.threshold_hint` adds). A value that is
 undefined shows as ``n/a`` followed by the reason the summary gives. Figures are drawn on
 matplotlib's Agg canvas as in :mod:`.plots`.
 """

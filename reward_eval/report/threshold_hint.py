@@ -2,7 +2,7 @@
 
 The calibration part of a report names the best-F1 and best-Youden thresholds; the reader's
 next step is the full report at one of them. The scores are stored, so that is the ``report``
-command (:mod:`.report`: seconds, no judge call), not ``rescore`` (minutes of a real judge
+command (:mod:`..commands.report`: seconds, no judge call), not ``rescore`` (minutes of a real judge
 over every kept video; it stays for another judge). The threshold is written exactly
 (``repr``: the observed score itself, so ``score >= t`` selects the same episodes).
 """

@@ -1,4 +1,4 @@
-"""The job's quiet start (``commands.quiet``): the known library notices go, everything else stays.
+"""The job's quiet start (``job.quiet``): the known library notices go, everything else stays.
 
 The real libraries are imported in fresh interpreters, with and without the silencing, so a
 library that changes its notice fails here (update the known message) instead of flooding

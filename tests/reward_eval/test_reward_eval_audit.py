@@ -23,8 +23,8 @@ from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
-from tests.examples.conftest import run_reward_eval
-from tests.examples.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
+from tests.reward_eval.conftest import run_reward_eval
+from tests.reward_eval.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
 from tests.support.browser import HeadlessChromium, broken_links
 from vlm_reward.video_io import encode_mp4
 

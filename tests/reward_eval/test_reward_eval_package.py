@@ -18,7 +18,7 @@ import sys
 import pytest
 import tomllib
 
-from tests.examples.conftest import run_reward_eval
+from tests.reward_eval.conftest import run_reward_eval
 from tests.support.server import REPO
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reward_eval.analysis.perturbations import perturbation_names
-from tests.examples.conftest import EvalRun, run_reward_eval
+from tests.reward_eval.conftest import EvalRun, run_reward_eval
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.examples.conftest import RUN_MAX_STEPS, RUN_TASK, run_reward_eval
+from tests.reward_eval.conftest import RUN_MAX_STEPS, RUN_TASK, run_reward_eval
 from tests.support.vllm_venv import TEST_ENGINE_KWARGS, engine_calls, require_vllm_python
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]

@@ -1,4 +1,4 @@
-"""The reward server a command scores against (``commands.judge``) and the launcher under it.
+"""The reward server a command scores against (``judging.endpoint``) and the launcher under it.
 
 A local server (``--backend/--model``) is ready when its endpoint is yielded and always
 stopped after, also when the command fails; one that does not come up is a

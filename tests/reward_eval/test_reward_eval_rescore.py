@@ -20,7 +20,7 @@ from reward_eval.commands import rescore
 from rlinf.envs.libero.episode_scoring import episode_record
 from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient
-from tests.examples.conftest import EvalRun
+from tests.reward_eval.conftest import EvalRun
 from tests.support.server import ServerProcess, free_port
 
 ANSWER = 0.7  # what the fixed_score server answers in these tests
