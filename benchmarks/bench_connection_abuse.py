@@ -18,7 +18,6 @@ the "before" numbers: ``git archive <commit> | tar -x -C /tmp/before``):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import socket
 import tempfile
 import threading
@@ -26,10 +25,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psutil
 import requests
 
 from benchmarks.harness import REPO, RewardServer, header, parse_args, synthetic_frames
+from benchmarks.slow_clients import server_sockets, trickling_headers
 from vlm_reward.video_io import encode_mp4
 
 
@@ -44,11 +43,6 @@ def _add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--uploads", type=int, default=24, help="concurrent uploads (default %(default)s)")
     parser.add_argument("--upload-mb", type=float, default=27.0, help="MB per upload (default %(default)s)")
     parser.add_argument("--server-repo", type=Path, default=REPO, help="checkout whose server runs")
-
-
-def open_sockets(pid: int) -> int:
-    """TCP sockets the server process holds (its listener included)."""
-    return sum(1 for c in psutil.Process(pid).net_connections(kind="tcp"))
 
 
 def normal_request(server: RewardServer, video: Path) -> float:
@@ -73,32 +67,19 @@ def connect_many(port: int, n: int) -> list[socket.socket]:
 
 
 def attack_connections(server: RewardServer, video: Path, args: argparse.Namespace) -> None:
-    stop = threading.Event()
     idle = connect_many(server.port, args.idle)
     slow = connect_many(server.port, args.slow)
-
-    def trickle() -> None:
-        for s in slow:
-            s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")
-        while not stop.wait(1.0):
-            for s in slow:
-                with contextlib.suppress(OSError):
-                    s.sendall(b"X-Slow: 1\r\n")
-
-    thread = threading.Thread(target=trickle, daemon=True)
-    thread.start()
-    start = time.monotonic()
-    opened = open_sockets(server.pid)
-    during = normal_request(server, video)
-    peak = opened
-    while time.monotonic() - start < args.hold_s:
-        time.sleep(1.0)
-        peak = max(peak, open_sockets(server.pid))
-    held = open_sockets(server.pid)
-    late = normal_request(server, video)
-    rss = server.rss_bytes() / 2**20
-    stop.set()
-    thread.join()
+    with trickling_headers(slow, every_s=1.0):
+        start = time.monotonic()
+        opened = server_sockets(server.pid)
+        during = normal_request(server, video)
+        peak = opened
+        while time.monotonic() - start < args.hold_s:
+            time.sleep(1.0)
+            peak = max(peak, server_sockets(server.pid))
+        held = server_sockets(server.pid)
+        late = normal_request(server, video)
+        rss = server.rss_bytes() / 2**20
     for s in idle + slow:
         s.close()
     print(f"connections opened by the client: {len(idle)} idle + {len(slow)} slow-header")

@@ -9,6 +9,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
-exec "${VENV:-$ROOT/.venv}/bin/python" -m examples.embodiment.reward_eval run \
+exec "${VENV:-$ROOT/.venv}/bin/python" -m reward_eval run \
   --tasks 0,1 --episodes-per-task 2 --max-episode-steps 400 \
   --policy expert --policy-kwargs '{"drop": "carry", "drop_prob": 0.5}' --policy-seed 3 "$@"

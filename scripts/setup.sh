@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up everything this project needs in two repo-local virtualenvs:
-#   .venv       the trainer, LIBERO, the reward server's HF backend and the tests
+#   .venv       the trainer, LIBERO, the reward server's HF backend and the tests; the project
+#               itself (editable: the reward-eval console script)
 #   .venv-vllm  the reward server's vLLM backends (vLLM's CPU build here): vLLM needs
 #               transformers 5.x, rlinf 0.3.0 needs <=4.57.6, so they cannot share a venv
 #
@@ -231,8 +232,27 @@ setup_vllm_venv() {
   log "vLLM venv done in $((SECONDS - t0)) s; size $(du -sh "$VLLM_VENV" | cut -f1)"
 }
 
+# The project itself into .venv, editable and --no-deps (its dependencies are the requirements
+# above): the `reward-eval` and `libero-reward-server` console scripts. The editable install
+# exposes only the packages pyproject.toml names (vlm_reward, reward_eval), never rlinf/, which
+# stays an overlay on PYTHONPATH. Its own stamp (pyproject.toml's hash and this checkout's path):
+# a venv shared by several checkouts points at the one that ran this last.
+install_project() {
+  local want
+  want="$(sha256sum < "$ROOT/pyproject.toml" | cut -d' ' -f1) $ROOT"
+  if [ -z "${SETUP_FORCE:-}" ] && [ -x "$VENV/bin/reward-eval" ] \
+    && [ "$(cat "$VENV/.project-stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  log "installing this project into $VENV (editable, --no-deps): the reward-eval console script"
+  pip_install "setuptools>=68"
+  pip_install --no-deps --no-build-isolation --no-warn-conflicts -e "$ROOT"
+  echo "$want" > "$VENV/.project-stamp"
+}
+
 main() {
   setup_main_venv
+  install_project
   setup_vllm_venv
 }
 

@@ -29,8 +29,8 @@ def tiny_qwen3_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def tiny_oft_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A random-weight OpenVLA-OFT (examples/embodiment/tiny_openvla_oft.py), built once per session."""
-    from examples.embodiment.tiny_openvla_oft import build
+    """A random-weight OpenVLA-OFT (examples/embodiment/cpu_smoke/tiny_openvla_oft.py), one a session."""
+    from examples.embodiment.cpu_smoke.tiny_openvla_oft import build
 
     return str(build(tmp_path_factory.mktemp("tiny-openvla-oft")))
 

@@ -1,7 +1,7 @@
 """The reward server as a child process on 127.0.0.1: start it, wait for ``/health``, read its log, stop it.
 
 One launcher for everything that runs a server of its own: the evaluation job's local
-server (``examples.embodiment.reward_eval``), the end-to-end tests (``tests/support``) and
+server (``reward_eval``), the end-to-end tests (``tests/support``) and
 the benchmarks (``benchmarks/harness.py``). It starts
 ``PYTHON -m vlm_reward.libero_reward_server --host 127.0.0.1 --port PORT ARGS`` with its
 output in a log file, and it only uses the standard library, so it works wherever

@@ -36,7 +36,7 @@ def actor_worker_cls(cfg: DictConfig) -> type:
         )
     pipeline = cfg.runner.get("use_training_pipeline", False)
     if cfg.get("cpu_smoke", {}).get("enable", False) and not pipeline:
-        from examples.embodiment.cpu_smoke_actor import CpuSmokeActor
+        from examples.embodiment.cpu_smoke.actor import CpuSmokeActor
 
         return CpuSmokeActor
     if pipeline:
@@ -98,8 +98,8 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     """A running ``SmokeGuard`` for a CPU smoke run, ``None`` otherwise; exits 2 on a broken hook."""
     if not cfg.get("cpu_smoke", {}).get("enable", False):
         return None
-    from examples.embodiment.cpu_smoke import EXIT_SETUP, PREFIX, SmokeError, SmokeGuard, SmokeSettings
-    from examples.embodiment.cpu_smoke_model import prepare_policy
+    from examples.embodiment.cpu_smoke.guard import EXIT_SETUP, PREFIX, SmokeError, SmokeGuard, SmokeSettings
+    from examples.embodiment.cpu_smoke.model import prepare_policy
 
     try:
         guard = SmokeGuard(SmokeSettings.from_cfg(cfg))

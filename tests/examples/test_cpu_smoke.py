@@ -14,8 +14,9 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from examples.embodiment import cpu_platform, cpu_smoke
-from examples.embodiment.cpu_platform import CpuPlatform
+from examples.embodiment.cpu_smoke import cpu_platform
+from examples.embodiment.cpu_smoke import guard as cpu_smoke
+from examples.embodiment.cpu_smoke.cpu_platform import CpuPlatform
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_cpu_platform_answers_the_calls_rlinf_makes() -> None:
 
 
 def _settings(tmp_path: Path, **block: object) -> cpu_smoke.SmokeSettings | None:
-    base = {"enable": True, "timeout_s": 60, "hook_module": "examples.embodiment.cpu_platform"}
+    base = {"enable": True, "timeout_s": 60, "hook_module": "examples.embodiment.cpu_smoke.cpu_platform"}
     cfg = OmegaConf.create({"cpu_smoke": {**base, "record_dir": str(tmp_path), **block}})
     return cpu_smoke.SmokeSettings.from_cfg(cfg)
 
@@ -107,8 +108,8 @@ def test_the_driver_loads_the_hook_and_checks_what_it_installed(
     _fake_module(monkeypatch, "fake_hook_doing_nothing", register=lambda: None)
     with pytest.raises(cpu_smoke.SmokeError, match="installed no CPU platform"):
         cpu_smoke.load_hook_in_driver(settings)
-    monkeypatch.setenv(cpu_smoke.EXT_MODULE_ENV, "examples.embodiment.cpu_platform")
-    assert cpu_smoke.load_hook_in_driver(settings) == "examples.embodiment.cpu_platform"
+    monkeypatch.setenv(cpu_smoke.EXT_MODULE_ENV, "examples.embodiment.cpu_smoke.cpu_platform")
+    assert cpu_smoke.load_hook_in_driver(settings) == "examples.embodiment.cpu_smoke.cpu_platform"
     assert worker_cls.torch_device_type == "cpu"
 
 
@@ -149,7 +150,7 @@ def test_death_lines_name_the_worker_and_skip_intended_kills() -> None:
     ids=["tiny-oft", "openvla-oft-7b"],
 )
 def test_a_policy_too_large_for_memory_is_refused_up_front(parameters: int, fits: bool) -> None:
-    from examples.embodiment.cpu_smoke_model import check_fits
+    from examples.embodiment.cpu_smoke.model import check_fits
 
     available = 20 * 2**30  # what this 24 GiB machine has free
     if fits:
@@ -161,7 +162,7 @@ def test_a_policy_too_large_for_memory_is_refused_up_front(parameters: int, fits
 
 
 def test_a_policy_without_a_checkpoint_needs_no_preparation() -> None:
-    from examples.embodiment.cpu_smoke_model import prepare_policy
+    from examples.embodiment.cpu_smoke.model import prepare_policy
 
     cfg = OmegaConf.create({"actor": {"model": {"model_type": "mlp_policy"}}})
     assert prepare_policy(cfg) is None

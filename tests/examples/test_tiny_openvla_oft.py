@@ -17,7 +17,8 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from examples.embodiment import oft_checkpoint, tiny_openvla_oft
+from examples.embodiment import oft_checkpoint
+from examples.embodiment.cpu_smoke import tiny_openvla_oft
 from examples.embodiment.oft_checkpoint import CheckpointError
 from tests.support.server import REPO
 

@@ -26,7 +26,7 @@ import pytest
 import torch
 from PIL import Image
 
-from examples.embodiment.reward_eval.analysis.training_runs import read_scalars
+from reward_eval.analysis.training_runs import read_scalars
 from tests.support.server import REPO, ServerProcess
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]

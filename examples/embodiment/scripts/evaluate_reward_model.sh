@@ -15,4 +15,4 @@ if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
 fi
 export PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}"
-exec "$PYTHON" -m examples.embodiment.reward_eval "$@"
+exec "$PYTHON" -m reward_eval "$@"

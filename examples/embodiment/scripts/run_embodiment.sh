@@ -14,7 +14,7 @@
 # --cpu-smoke runs the real training entry on CPU for 1 GRPO step of a tiny setup (a tiny random-weight
 # OpenVLA-OFT built into the log dir unless actor.model.model_path names a checkpoint, 2 envs, one
 # 8-step action chunk per episode; config/cpu_smoke/tiny.yaml, the CPU platform hook
-# examples/embodiment/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
+# examples/embodiment/cpu_smoke/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
 # wiring before GPUs are booked; it does not train a useful policy.
 # Logs go to logs/<timestamp>-<config>/.
 #
@@ -23,7 +23,7 @@
 # cluster, RAY_ADDRESS=local forces a private one (--cpu-smoke always uses a private one).
 # Environment: PYTHON (default: the repo's .venv python if present, else python), LOG_ROOT,
 # RAY_ADDRESS, CPU_SMOKE_TIMEOUT (seconds, default 600), RLINF_EXT_MODULE (--cpu-smoke: default
-# examples.embodiment.cpu_platform; a module of your own must call its register()).
+# examples.embodiment.cpu_smoke.cpu_platform; a module of your own must call its register()).
 set -euo pipefail
 
 EMBODIED_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -74,7 +74,7 @@ if [ "$MODE" = cpu-smoke ]; then
     echo "[run_embodiment] --cpu-smoke ignores RAY_ADDRESS=$RAY_ADDRESS: it always starts a private Ray cluster."
   fi
   export RAY_ADDRESS=local
-  export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-examples.embodiment.cpu_platform}"
+  export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-examples.embodiment.cpu_smoke.cpu_platform}"
   echo "[run_embodiment] --cpu-smoke: a wiring check on CPU (tiny OpenVLA-OFT, 2 envs, 8-step episodes," \
     "1 GRPO step), not training: the policy learns nothing useful. Timeout ${SMOKE_TIMEOUT} s."
   # The driver enforces the timeout itself (and says why); coreutils' timeout is the backstop.

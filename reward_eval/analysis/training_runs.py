@@ -1,0 +1,109 @@
+"""Native success and VLM/native agreement over a training run, from its log dir.
+
+A run is a log dir as ``run_embodiment.sh`` writes it: TensorBoard event files somewhere
+below it and, with the reward model on, ``vlm_episodes_train_rank*.jsonl``.
+
+- **Native success** (a scalar tag, ``env/success_once`` by default): the simulator's
+  success, the one number comparable across a native-reward and a VLM-reward run.
+- **Agreement** (``env/vlm_native_agree`` by default) of a run that scored episodes. Without
+  that scalar it is computed from the episode log in windows of episodes, leaving fallback
+  episodes out (they carry the fallback score, not a judgement), as the evaluation report
+  does; the scalar, as the env logs it, counts them.
+
+:func:`read_scalars` and :func:`load_run` read files; :func:`scalar_series` and
+:func:`windowed_agreement` are pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from reward_eval.analysis.episode_log import load_train_episodes
+from reward_eval.analysis.metrics import Record, as_records
+
+NATIVE_TAG = "env/success_once"
+AGREE_TAG = "env/vlm_native_agree"
+STEP_UNIT = "training step"
+
+
+@dataclass(frozen=True)
+class Series:
+    """A curve: ``y`` over ``x``, with the unit of ``x`` and where it came from."""
+
+    x: np.ndarray
+    y: np.ndarray
+    unit: str
+    source: str
+
+
+@dataclass(frozen=True)
+class RunCurves:
+    """What one run contributes to the comparison."""
+
+    label: str
+    log_dir: Path
+    native: Series
+    agreement: Series | None
+
+
+def read_scalars(log_dir: Path) -> dict[str, dict[int, float]]:
+    """Every scalar of every event file below ``log_dir``: ``{tag: {step: value}}``.
+
+    Files are read in name order (their names start with the creation time), so when a
+    resumed run logs a step twice the later value wins.
+    """
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    scalars: dict[str, dict[int, float]] = {}
+    for path in sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=lambda p: p.name):
+        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})  # 0: keep all
+        accumulator.Reload()
+        for tag in accumulator.Tags()["scalars"]:
+            scalars.setdefault(tag, {}).update({e.step: e.value for e in accumulator.Scalars(tag)})
+    return scalars
+
+
+def scalar_series(scalars: Mapping[str, Mapping[int, float]], tag: str) -> Series | None:
+    """The scalar ``tag`` by training step, or ``None`` when the run never logged it."""
+    if not scalars.get(tag):
+        return None
+    steps = sorted(scalars[tag])
+    values = [scalars[tag][s] for s in steps]
+    return Series(np.array(steps), np.array(values, dtype=float), STEP_UNIT, f"scalar {tag}")
+
+
+def windowed_agreement(records: Sequence[Record], window: int) -> Series | None:
+    """Agreement of the judged (non-fallback) episodes, per window of ``window`` episodes.
+
+    Episodes are ordered by (episode counter, rank, env), i.e. by when they were played, as
+    all envs advance in lockstep; x is the number of judged episodes at each window's end.
+    ``None`` without any judged episode; ``ValueError`` for a ``window`` below 1.
+    """
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an integer >= 1, got {window!r}.")
+    ordered = sorted(as_records(records), key=lambda r: (r.episode or 0, r.rank or 0, r.env or 0))
+    agree = [bool(r.vlm_success) == r.native_success for r in ordered if not r.fallback]
+    if not agree:
+        return None
+    windows = [agree[start : start + window] for start in range(0, len(agree), window)]
+    ends = np.cumsum([len(w) for w in windows])
+    means = np.array([np.mean(w) for w in windows], dtype=float)
+    unit = f"judged episode (windows of {window})"
+    return Series(ends, means, unit, f"JSONL episode log, windows of {window}")
+
+
+def load_run(label: str, log_dir: Path, native_tag: str, agree_tag: str, window: int) -> RunCurves:
+    """Read one run; ``ValueError`` naming the tags it has when ``native_tag`` is missing."""
+    if not log_dir.is_dir():
+        raise ValueError(f"{label} run: {log_dir} is not a directory.")
+    scalars = read_scalars(log_dir)
+    native = scalar_series(scalars, native_tag)
+    if native is None:
+        known = ", ".join(sorted(scalars)) or "none (no TensorBoard event files found)"
+        raise ValueError(f"{label} run {log_dir} has no scalar {native_tag!r}; its scalars: {known}.")
+    agreement = scalar_series(scalars, agree_tag) or windowed_agreement(load_train_episodes(log_dir), window)
+    return RunCurves(label, log_dir, native, agreement)

@@ -1,0 +1,266 @@
+"""Re-score a finished run's kept episode videos with another judge, without rolling out again.
+
+``python -m reward_eval rescore SOURCE [options]`` (see ``--help``):
+SOURCE is a run dir of ``run`` (or of an earlier ``rescore``) or one episode JSONL whose
+videos were kept (``video_path`` set and the file present). Every video is sent to the
+reward server through the env's own client (``VLMRewardClient.score_video``: same payload,
+retries, validation and fallback as during the rollout), with the ``frames_sent`` of its
+record as ``nframes``. The new run dir gets the same JSONL format, the native outcome and
+episode metadata copied from the source, ``settings.json`` and the same report.
+
+Unset judgement options keep the source's: ``--threshold`` defaults to the records'
+``success_threshold``, ``--binary/--continuous`` to their ``binary_reward``. Re-scoring
+with the same backend and model reproduces the scores (the backends decode greedily);
+another ``--threshold`` changes only ``vlm_success``.
+
+``--prefixes K`` also judges the growing prefixes of every video (:mod:`..judging.prefixes`) and
+adds the progress order (VOC) to ``summary.json`` (``progress``), ``voc_episodes.jsonl``
+and the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.progress import summarize_progress
+from reward_eval.job.options import (
+    ENDPOINT_MODEL,
+    add_scoring_options,
+    check_scoring_options,
+    positive_int,
+    prefix_count,
+    resolve_model,
+    reward_overrides,
+)
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.job.run_dir import (
+    default_run_dir,
+    finish_report,
+    plain_options,
+    run_command,
+    write_settings,
+)
+from reward_eval.judging.endpoint import scoring_endpoint
+from reward_eval.judging.prefixes import (
+    EPISODES_FILE,
+    Episode,
+    score_prefixes,
+    write_episodes,
+)
+from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.episode_record import EpisodeRecord, write_episode_log
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``rescore`` command line."""
+    p = argparse.ArgumentParser(
+        prog="python -m reward_eval rescore",
+        description="Re-score the kept videos of an evaluation run with another backend, model, "
+        "threshold or score mode, and write a new run dir with the same report.",
+    )
+    p.add_argument("source", type=Path, help="run dir or vlm_episodes_*.jsonl of a run made with kept videos")
+    p.add_argument("--out", type=Path, help="new run dir (default: runs/reward_eval/<timestamp> in the repo)")
+    p.add_argument(
+        "--concurrency", type=positive_int, default=8, help="videos scored in parallel (default %(default)s)"
+    )
+    p.add_argument(
+        "--env-config", type=Path, default=ENV_CONFIG, help="YAML whose reward_model block is the base"
+    )
+    p.add_argument(
+        "--prefixes",
+        type=prefix_count,
+        metavar="K",
+        help="also judge the first 1/K, 2/K, ..., K/K of each video's frames and report the "
+        "progress order (VOC: Spearman of score vs prefix, per episode and task); up to episodes x K "
+        "more calls",
+    )
+    add_scoring_options(p, threshold_default="the source records'")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and cross-check the options; exits with an argparse error on bad values."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_scoring_options(parser, args)
+    try:
+        args.sources = load_sources(args.source)
+    except ValueError as exc:
+        parser.error(str(exc))
+    args.out = (args.out or default_run_dir()).resolve()
+    if episode_logs(args.out):
+        parser.error(f"--out {args.out} already holds an episode log; pick a new run dir.")
+    return args
+
+
+def source_logs(source: Path) -> list[Path]:
+    """The episode logs to re-score: ``source`` itself, or those in the run dir ``source``."""
+    if source.is_file():
+        return [source]
+    if source.is_dir():
+        logs = episode_logs(source)
+        if logs:
+            return logs
+        raise ValueError(f"{source} holds no vlm_episodes_*.jsonl episode log.")
+    raise ValueError(f"source {source} is neither a run dir nor an episode JSONL file.")
+
+
+def load_sources(source: Path) -> dict[Path, tuple[list[EpisodeRecord], list[str]]]:
+    """``{episode log: (records, their video paths)}``; ``ValueError`` when a video is missing."""
+    sources = {}
+    for log in source_logs(source):
+        records = load_episodes(log)
+        if not records:
+            raise ValueError(f"{log} holds no episodes to re-score.")
+        sources[log] = (records, check_videos(records, log))
+    return sources
+
+
+def check_videos(records: Sequence[EpisodeRecord], source: Path) -> list[str]:
+    """The records' video paths; ``ValueError`` naming how many are missing and why."""
+    paths = [r.video_path for r in records]
+    missing = [i for i, p in enumerate(paths) if not p or not os.path.isfile(p)]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} of {len(records)} episodes in {source} have no kept video (first: record "
+            f"{missing[0]}); re-scoring needs a run made with --keep-videos whose videos still exist."
+        )
+    return [str(p) for p in paths]
+
+
+def common_value(values: Sequence[Any]) -> Any:
+    """The one value of ``values`` that is not ``None`` (``None`` when there is none, or several)."""
+    found = {v for v in values if v is not None}
+    return found.pop() if len(found) == 1 else None
+
+
+def reward_config(
+    args: argparse.Namespace, endpoint: str, records: Sequence[EpisodeRecord]
+) -> RewardModelConfig:
+    """The env YAML's ``reward_model`` block with these options, the source's judgement as default."""
+    block = OmegaConf.to_container(OmegaConf.load(args.env_config).reward_model, resolve=False)
+    block.update(reward_overrides(args, endpoint), episode_log_dir=None)
+    source = {"use_for_training": common_value([r.used_for_training for r in records])}
+    if args.threshold is None:
+        source["success_threshold"] = common_value([r.success_threshold for r in records])
+    if args.binary_reward is None:
+        source["binary_reward"] = common_value([r.binary_reward for r in records])
+    block.update({key: value for key, value in source.items() if value is not None})
+    return RewardModelConfig.from_mapping(block)
+
+
+def rescore_records(
+    client: VLMRewardClient, records: Sequence[EpisodeRecord], videos: Sequence[str], concurrency: int
+) -> list[EpisodeRecord]:
+    """New records, in source order: the source's metadata and native outcome, the new judgement."""
+    cfg = client.cfg
+
+    def one(i: int) -> EpisodeRecord:
+        record = records[i]
+        nframes = int(record.frames_sent or cfg.nframes)
+        result = client.score_video(str(record.task_text), videos[i], nframes, record.native_success)
+        return EpisodeRecord.judged(record.meta, result, record.native_success, cfg)
+
+    with ThreadPoolExecutor(concurrency) as pool:
+        bar = tqdm(pool.map(one, range(len(records))), total=len(records), unit="episode", file=sys.stderr)
+        return list(bar)
+
+
+def rescore(args: argparse.Namespace) -> dict[str, Path]:
+    """Execute the command for parsed ``args``; returns the report's paths."""
+    out, sources = args.out, args.sources
+    out.mkdir(parents=True, exist_ok=True)
+    folders = [os.path.dirname(os.path.abspath(v)) for _, videos in sources.values() for v in videos]
+    if args.prefixes:  # the prefix videos are written into out: the local server must read them
+        folders.append(str(out))
+    video_root = Path(os.path.commonpath(folders))
+    extra: dict[str, Any] = {}
+    model, random_model = resolve_model(args, out)
+    random_model = random_model or is_source_random_model(args.source, model)
+    with scoring_endpoint(args, model, video_root, out / "reward_server.log") as endpoint:
+        cfg = reward_config(args, endpoint, [r for records, _ in sources.values() for r in records])
+        settings = rescore_settings(args, model, random_model, endpoint, cfg)
+        write_settings(out, settings)
+        client = VLMRewardClient(cfg)
+        try:
+            for log, (records, videos) in sources.items():
+                write_episode_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
+            if args.prefixes:
+                extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
+        finally:
+            client.close()
+    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}", extra)
+
+
+def progress_order(
+    client: VLMRewardClient,
+    sources: Mapping[Path, tuple[list[EpisodeRecord], list[str]]],
+    k: int,
+    out: Path,
+    concurrency: int,
+) -> dict[str, Any]:
+    """Judge the ``k`` prefixes of every kept video; write ``voc_episodes.jsonl`` and return the
+    summary's ``progress`` block (:func:`..analysis.progress.summarize_progress`, with the
+    per-episode results under ``episodes``)."""
+    episodes = [
+        Episode(log.name, i, record, video)
+        for log, (records, videos) in sources.items()
+        for i, (record, video) in enumerate(zip(records, videos, strict=True))
+    ]
+    results = score_prefixes(client, episodes, k, out, concurrency)
+    write_episodes(out / EPISODES_FILE, results)
+    return {**summarize_progress(results, k), "episodes_file": EPISODES_FILE, "episodes": results}
+
+
+def is_source_random_model(source: Path, model: str | None) -> bool:
+    """Whether ``model`` is the random checkpoint the source run says it was scored with.
+
+    Re-scoring with the tiny model a run built keeps the report's "random scores" warning.
+    """
+    settings_path = (source if source.is_dir() else source.parent) / "settings.json"
+    if model is None or not settings_path.is_file():
+        return False
+    settings = json.loads(settings_path.read_text(encoding="utf-8"))
+    same = isinstance(settings.get("model"), str) and os.path.realpath(settings["model"]) == os.path.realpath(
+        model
+    )
+    return bool(settings.get("random_model")) and same
+
+
+def rescore_settings(
+    args: argparse.Namespace, model: str | None, random_model: bool, endpoint: str, cfg: RewardModelConfig
+) -> dict[str, Any]:
+    """The settings recorded in ``settings.json`` and the report's provenance table: every
+    option, then what was resolved from them (model, endpoint, the judgement settings)."""
+    return {
+        "command": "rescore",
+        **plain_options(vars(args), skip=("sources",)),
+        "backend": args.backend,
+        "model": model if args.endpoint is None else ENDPOINT_MODEL,
+        "random_model": random_model,
+        "endpoint": endpoint,
+        "success_threshold": cfg.success_threshold,
+        "binary_reward": cfg.binary_reward,
+        "score_mode": cfg.score_mode,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    return run_command(rescore, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

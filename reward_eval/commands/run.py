@@ -1,0 +1,260 @@
+"""The reward-model evaluation job: roll out LIBERO-10 episodes, score them, write a report.
+
+``python -m reward_eval run [options]`` (see ``--help``):
+
+1. picks the episodes deterministically: for each ``--tasks`` id, the first
+   ``--episodes-per-task`` initial states (trials) of that task, as RLinf reset state ids;
+2. starts a local reward server (``--backend/--model``; the tiny random checkpoint when a
+   Qwen2.5-VL backend gets no model; vLLM backends on the vLLM venv) or uses ``--endpoint``;
+3. rolls the episodes out ``--num-envs`` at a time through the project's ``LiberoEnv``
+   (``examples/embodiment/config/env/libero_10.yaml`` with ``reward_model.enable=True``),
+   with the ``--policy`` choosing each chunk of actions; the env scores every episode once
+   at its end and appends its JSONL line to the run dir;
+4. unless ``--no-audit``, audits the judge on counterfactual episodes of the kept videos
+   (:mod:`.audit`, into ``audit/``) while the server is still up;
+5. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
+   ``report.md``, ``report.html`` and the plots (``report.evaluation.write_report``), prints
+   the short table and the report's path.
+
+The run dir (``--out``) holds ``settings.json``, ``vlm_episodes_train_rank0.jsonl``, the
+kept episode videos (``videos/``, needed by ``rescore`` and the disagreement strips), the
+server log and the report. A local server gets the run dir as its ``--video-root``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from reward_eval.analysis.episode_log import episode_logs
+from reward_eval.commands.audit import audit_own_run
+from reward_eval.job.options import (
+    ENDPOINT_MODEL,
+    add_scoring_options,
+    check_scoring_options,
+    json_object,
+    positive_int,
+    resolve_model,
+    reward_overrides,
+)
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.job.quiet import dropping_stdout_lines
+from reward_eval.job.rollout import make_env, rollout
+from reward_eval.job.run_dir import (
+    default_run_dir,
+    finish_report,
+    plain_options,
+    run_command,
+    write_settings,
+)
+from reward_eval.judging.endpoint import scoring_endpoint
+from reward_eval.policies import make_policy, policy_names
+
+DEFAULT_TASKS = "0,1"
+
+
+def task_ids(text: str) -> list[int]:
+    """argparse type: comma-separated task ids, ``0,1,7``; order kept, duplicates rejected."""
+    try:
+        ids = [int(part) for part in text.split(",")]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers like 0,1,7, got {text!r}"
+        ) from exc
+    if len(set(ids)) != len(ids):
+        raise argparse.ArgumentTypeError(f"task ids repeat in {text!r}")
+    return ids
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``run`` command line."""
+    p = argparse.ArgumentParser(
+        prog="python -m reward_eval run",
+        description="Roll out LIBERO-10 episodes, score each with a VLM reward server, and report how "
+        "the VLM's verdicts agree with the simulator's success.",
+    )
+    roll = p.add_argument_group("rollout")
+    roll.add_argument(
+        "--tasks",
+        type=task_ids,
+        default=task_ids(DEFAULT_TASKS),
+        help=f"comma-separated libero_10 task ids (default {DEFAULT_TASKS})",
+    )
+    roll.add_argument(
+        "--episodes-per-task",
+        type=positive_int,
+        default=2,
+        help="play trials 0..N-1 of each task (default %(default)s)",
+    )
+    roll.add_argument(
+        "--max-episode-steps", type=positive_int, help="truncate episodes here (default: the env YAML's)"
+    )
+    roll.add_argument(
+        "--policy", default="random", help=f"one of: {', '.join(policy_names())} (default %(default)s)"
+    )
+    roll.add_argument("--policy-seed", type=int, default=0, help="seed of the policy (default %(default)s)")
+    roll.add_argument("--policy-kwargs", type=json_object, default={}, help="e.g. '{\"scale\": 0.3}'")
+    roll.add_argument(
+        "--num-envs", type=positive_int, default=2, help="parallel LIBERO envs (default %(default)s)"
+    )
+    roll.add_argument(
+        "--chunk", type=positive_int, default=8, help="actions per chunk_step (default %(default)s)"
+    )
+    roll.add_argument(
+        "--env-config", type=Path, default=ENV_CONFIG, help="env YAML (default: the repo's libero_10.yaml)"
+    )
+    add_scoring_options(p, threshold_default="the env YAML's")
+    out = p.add_argument_group("output")
+    out.add_argument("--out", type=Path, help="run dir (default: runs/reward_eval/<timestamp> in the repo)")
+    out.add_argument(
+        "--keep-videos",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep each episode's scored MP4 in <out>/videos (rescore and the report's strips need them)",
+    )
+    out.add_argument(
+        "--audit",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after the rollout, audit the judge on counterfactual episodes of the kept videos "
+        "(the audit command; into <out>/audit, in the report)",
+    )
+    return p
+
+
+# What parse_args derives from the options: recorded on their own, not as options.
+DERIVED = ("policy_obj", "reset_state_ids")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and cross-check the options; exits with an argparse error on bad values."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_scoring_options(parser, args)
+    try:
+        args.policy_obj = make_policy(args.policy, seed=args.policy_seed, **args.policy_kwargs)
+    except (ValueError, TypeError) as exc:
+        parser.error(f"--policy {args.policy} with --policy-kwargs {args.policy_kwargs}: {exc}")
+    if not args.env_config.is_file():
+        parser.error(f"--env-config {args.env_config} is not a file.")
+    args.out = (args.out or default_run_dir()).resolve()
+    if episode_logs(args.out):
+        parser.error(f"--out {args.out} already holds an episode log; pick a new run dir.")
+    suite = OmegaConf.load(args.env_config).task_suite_name
+    try:  # last: it imports LIBERO (seconds), the checks above are instant
+        args.reset_state_ids = plan_reset_state_ids(
+            args.tasks, args.episodes_per_task, trials_per_task(suite)
+        )
+    except ValueError as exc:
+        parser.error(f"--tasks/--episodes-per-task: {exc}")
+    return args
+
+
+def plan_reset_state_ids(
+    tasks: Sequence[int], episodes_per_task: int, trials_per_task: Sequence[int]
+) -> list[int]:
+    """RLinf reset state ids of trials ``0..episodes_per_task-1`` of each task, in ``tasks`` order.
+
+    RLinf numbers the initial states of a suite consecutively, task by task: task ``t``'s
+    trial ``k`` is ``sum(trials_per_task[:t]) + k`` (the inverse of its
+    ``_get_task_and_trial_ids_from_reset_state_ids``).
+    """
+    ids = []
+    for task in tasks:
+        if not 0 <= task < len(trials_per_task):
+            raise ValueError(f"task id {task} is out of range; valid ids: 0..{len(trials_per_task) - 1}.")
+        if episodes_per_task > trials_per_task[task]:
+            raise ValueError(
+                f"task {task} has {trials_per_task[task]} initial states, fewer than "
+                f"--episodes-per-task {episodes_per_task}."
+            )
+        first = sum(trials_per_task[:task])
+        ids += [first + k for k in range(episodes_per_task)]
+    return ids
+
+
+def trials_per_task(suite: str) -> list[int]:
+    """Number of initial states of each task of the LIBERO suite, as RLinf counts them."""
+    from rlinf.envs.libero.utils import get_benchmark_overridden
+
+    with dropping_stdout_lines():  # LIBERO prints its task order
+        bench = get_benchmark_overridden(suite)()
+    return [len(bench.get_task_init_states(t)) for t in range(bench.get_num_tasks())]
+
+
+def env_config(args: argparse.Namespace, endpoint: str, run_dir: Path) -> DictConfig:
+    """The env YAML with the reward model on, scoring against ``endpoint``, logging to ``run_dir``."""
+    cfg = OmegaConf.load(args.env_config)
+    if args.max_episode_steps is not None:
+        cfg.max_episode_steps = args.max_episode_steps
+    cfg.task_id_filter = sorted(args.tasks)  # the env's first (random) reset stays in our tasks
+    block = {
+        **reward_overrides(args, endpoint),
+        "use_for_training": False,  # shadow mode: nothing trains here, the records say so
+        "episode_log_dir": str(run_dir),
+        "keep_temp_video": args.keep_videos,
+        "temp_video_dir": str(run_dir / "videos"),
+    }
+    for key, value in block.items():
+        OmegaConf.update(cfg, f"reward_model.{key}", value, force_add=True)
+    return cfg
+
+
+def run_settings(
+    args: argparse.Namespace, model: str | None, random_model: bool, endpoint: str, reset_ids: list[int]
+) -> dict[str, Any]:
+    """The settings recorded in ``settings.json`` and the report's provenance table.
+
+    Every option, then what was resolved from them (the model actually served, the endpoint
+    actually used, the reset state ids), which wins where the names are the same.
+    """
+    return {
+        "command": "run",
+        **plain_options(vars(args), skip=DERIVED),
+        "backend": args.backend,
+        "model": model if args.endpoint is None else ENDPOINT_MODEL,
+        "random_model": random_model,
+        "endpoint": endpoint,
+        "env_config": str(args.env_config),
+        "policy": args.policy,
+        "reset_state_ids": reset_ids,
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Path]:
+    """Execute the job for parsed ``args``; returns the report's paths."""
+    run_dir, reset_ids, policy = args.out, args.reset_state_ids, args.policy_obj
+    run_dir.mkdir(parents=True, exist_ok=True)
+    model, random_model = resolve_model(args, run_dir)
+    with scoring_endpoint(args, model, run_dir, run_dir / "reward_server.log") as endpoint:
+        settings = run_settings(args, model, random_model, endpoint, reset_ids)
+        write_settings(run_dir, settings)
+        env = make_env(env_config(args, endpoint, run_dir), min(args.num_envs, len(reset_ids)))
+        try:
+            rollout(env, policy, reset_ids, args.chunk)
+        finally:
+            env.close()
+            env.env.close()
+        extra = {"audit": audit_own_run(args, endpoint, run_dir, random_model)} if wants_audit(args) else {}
+    tasks = ",".join(map(str, args.tasks))
+    title = f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
+    return finish_report(run_dir, settings, title, extra)
+
+
+def wants_audit(args: argparse.Namespace) -> bool:
+    """Whether to audit: ``--audit`` (the default) and the videos kept (the audit reads them)."""
+    return bool(args.audit and args.keep_videos)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    return run_command(run, parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""The options the commands share: argparse types, and which server, judge and threshold score.
+
+The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a server that
+is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
+stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
+vLLM, see :mod:`vlm_reward.runtime`).
+With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
+``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
+``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
+``random_model: true``: its scores mean nothing, the run only shows that every stage works.
+``--model`` takes a checkpoint of any supported family (its config.json decides).
+:mod:`..judging.endpoint` turns them into the endpoint a command scores against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from vlm_reward.backends import canonical_name
+from vlm_reward.model_family import FAMILIES, QWEN2_5_VL
+from vlm_reward.protocol import SCORE_MODES
+from vlm_reward.runtime import server_python
+from vlm_reward.tiny_families import TINY_FAMILIES
+
+# The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
+TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
+DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
+# Options that configure a server we start.
+LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
+ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def prefix_count(text: str) -> int:
+    """argparse type of ``--prefixes``: an integer >= 2 (a VOC ranks at least two prefixes)."""
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}; give K >= 2, e.g. 4") from exc
+    if value < 2:
+        raise argparse.ArgumentTypeError(
+            f"must be an integer >= 2 (VOC ranks at least two prefixes of each video), got {value}"
+        )
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """argparse type: a JSON object (``'{"max_new_tokens": 64}'``)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg}): {text!r}") from exc
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+def unit_interval(text: str) -> float:
+    """argparse type: a float in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a float > 0."""
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str) -> None:
+    """Add the server and judgement options (see the module docstring); ``threshold_default``
+    says in the help where ``--threshold`` and ``--binary/--continuous`` default from."""
+    server = parser.add_argument_group("reward server (either --endpoint, or --backend/--model)")
+    server.add_argument(
+        "--endpoint", help="POST /score URL of a running server, e.g. http://host:18080/score"
+    )
+    server.add_argument(
+        "--backend", help=f"backend to request; also the local server's (default {DEFAULT_LOCAL_BACKEND})"
+    )
+    server.add_argument(
+        "--model",
+        help=f"checkpoint of the local server (with {', '.join(TINY_BACKENDS)}: default the tiny random one)",
+    )
+    server.add_argument(
+        "--tiny-family",
+        choices=sorted(TINY_FAMILIES),
+        help=f"family of the tiny checkpoint built without --model (default {QWEN2_5_VL.model_type})",
+    )
+    server.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE", help="local server --plugin"
+    )
+    server.add_argument(
+        "--server-kwargs", type=json_object, default={}, help="local server --backend-kwargs (JSON object)"
+    )
+    server.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the --endpoint server's API key (never the key itself)",
+    )
+    server.add_argument(
+        "--ca-bundle", metavar="PATH", help="PEM bundle verifying an https --endpoint (default: the system's)"
+    )
+    server.add_argument(
+        "--server-start-timeout",
+        type=positive_float,
+        default=300.0,
+        help="seconds to wait for the local server's /health (default %(default)s)",
+    )
+    judge = parser.add_argument_group("judgement")
+    judge.add_argument(
+        "--threshold",
+        type=unit_interval,
+        help=f"success threshold on the score (default: {threshold_default})",
+    )
+    mode = judge.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--binary",
+        dest="binary_reward",
+        action="store_true",
+        default=None,
+        help=f"success signal 1[score >= threshold] (default: {threshold_default})",
+    )
+    mode.add_argument(
+        "--continuous", dest="binary_reward", action="store_false", help="success signal = score"
+    )
+    judge.add_argument(
+        "--score-mode",
+        choices=SCORE_MODES,
+        help="how the server reads a bare number (default: the backend's)",
+    )
+    judge.add_argument("--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs")
+    judge.add_argument(
+        "--request-timeout",
+        type=positive_float,
+        default=300.0,
+        help="seconds per /score call (default %(default)s)",
+    )
+    judge.add_argument(
+        "--send-video-inline", action="store_true", help="send videos in the request (no shared filesystem)"
+    )
+
+
+def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Reject contradictory server options and fill in the local backend's default."""
+    if args.endpoint is not None:
+        if not args.endpoint.startswith(("http://", "https://")):
+            parser.error(f"--endpoint must be an http(s) URL, got {args.endpoint!r}.")
+        given = [f"--{name.replace('_', '-')}" for name in LOCAL_ONLY if getattr(args, name)]
+        if given:
+            parser.error(f"{', '.join(given)} only configure a local server; drop them or --endpoint.")
+        return
+    args.backend = args.backend or DEFAULT_LOCAL_BACKEND
+    if args.model is not None and args.tiny_family is not None:
+        parser.error("--tiny-family picks the tiny checkpoint built when no --model is given; drop one.")
+    if args.model is None and not has_tiny_model(args.backend):
+        parser.error(
+            f"--backend {args.backend} needs --model (only {', '.join(TINY_BACKENDS)} have a built-in "
+            "tiny model)."
+        )
+    try:
+        server_python(args.backend)  # fail now, not after the envs were built
+    except ImportError as exc:
+        parser.error(str(exc))
+
+
+def has_tiny_model(backend: str) -> bool:
+    """Whether ``backend`` (name or alias) can run the tiny checkpoint when no ``--model`` is given."""
+    try:
+        return canonical_name(backend) in TINY_BACKENDS
+    except ValueError:  # a --plugin backend, registered only in the server
+        return False
+
+
+def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, bool]:
+    """``(model, random_model)``: the given checkpoint, or the tiny one built into ``run_dir``."""
+    if args.endpoint is not None:
+        return None, False  # the server's own model; we cannot know it
+    if args.model is not None:
+        return args.model, False
+    from vlm_reward.tiny_checkpoint import build_tiny_checkpoint
+
+    family = FAMILIES[args.tiny_family or QWEN2_5_VL.model_type]
+    path = build_tiny_checkpoint(run_dir / f"tiny-{family.name.lower()}", family.model_type)
+    return str(path), True
+
+
+def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
+    """The ``reward_model`` keys these options set (the rest come from the env YAML)."""
+    overrides: dict[str, Any] = {
+        "enable": True,
+        "endpoint": endpoint,
+        "backend": args.backend,
+        "backend_kwargs": dict(args.backend_kwargs),
+        "timeout": args.request_timeout,
+        "send_video_inline": args.send_video_inline,
+        "fail_on_request_error": False,  # a failed call is data here (fallback, counted)
+        # the variable's name, never the key: the block is saved with the run's settings
+        "api_key_env": getattr(args, "api_key_env", None),
+        "ca_bundle": getattr(args, "ca_bundle", None),
+    }
+    for key, value in (
+        ("success_threshold", args.threshold),
+        ("binary_reward", args.binary_reward),
+        ("score_mode", args.score_mode),
+    ):
+        if value is not None:
+            overrides[key] = value
+    return overrides

@@ -1,0 +1,81 @@
+"""The comparison of two training runs: ``compare.png`` and the Markdown table of ``compare.md``.
+
+Draws and formats the :class:`~..analysis.training_runs.RunCurves` of a native-reward and a
+VLM-reward run: native success of both over training steps, then one agreement panel per x
+unit (training steps for scalars, judged episodes for episode-log windows); the table has the
+final and best native success of each run and its mean agreement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from reward_eval.analysis.training_runs import STEP_UNIT, RunCurves
+
+COLORS = ("#264653", "#e76f51")  # native run, VLM run
+
+
+def plot(runs: Sequence[RunCurves], native_tag: str, path: Path) -> Path:
+    """Native success of every run over steps, then one agreement panel per x unit."""
+    units = list(dict.fromkeys(r.agreement.unit for r in runs if r.agreement is not None))
+    fig = Figure(figsize=(8, 3.2 * (1 + len(units))))
+    axes = fig.subplots(1 + len(units), 1, squeeze=False)[:, 0]
+    for run, color in zip(runs, COLORS, strict=False):
+        axes[0].plot(run.native.x, run.native.y, color=color, marker=".", label=run.label)
+        for ax, unit in zip(axes[1:], units, strict=True):
+            if run.agreement is not None and run.agreement.unit == unit:
+                ax.plot(run.agreement.x, run.agreement.y, color=color, marker=".", label=run.label)
+    axes[0].set(title=f"Native success ({native_tag})", xlabel=STEP_UNIT, ylabel="success rate")
+    for ax, unit in zip(axes[1:], units, strict=True):
+        ax.set(title="VLM / native agreement", xlabel=unit, ylabel="agreement")
+    for ax in axes:
+        ax.set_ylim(-0.02, 1.02)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps and episodes are counts
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, facecolor="white")
+    return path
+
+
+def table_rows(runs: Sequence[RunCurves]) -> list[tuple[str, ...]]:
+    """One row per run: final and best native success (with their steps), mean agreement."""
+    rows = []
+    for run in runs:
+        final_step, final = int(run.native.x[-1]), float(run.native.y[-1])
+        best_i = int(np.argmax(run.native.y))
+        best_step, best = int(run.native.x[best_i]), float(run.native.y[best_i])
+        if run.agreement is None:
+            agree = "n/a (no scored episodes)"
+        else:
+            agree = f"{float(np.mean(run.agreement.y)):.3f} ({run.agreement.source})"
+        rows.append(
+            (
+                run.label,
+                str(run.log_dir),
+                f"{final:.3f} (step {final_step})",
+                f"{best:.3f} (step {best_step})",
+                agree,
+            )
+        )
+    return rows
+
+
+def markdown(runs: Sequence[RunCurves], native_tag: str, png: Path) -> str:
+    """The short comparison in Markdown: the table and the figure."""
+    header = ("run", "log dir", f"final {native_tag}", f"best {native_tag}", "mean VLM/native agreement")
+    lines = [
+        "# Native vs VLM reward: training runs",
+        "",
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+    ]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table_rows(runs)]
+    lines += ["", f"![native success and agreement]({png.name})", ""]
+    return "\n".join(lines)

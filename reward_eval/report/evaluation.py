@@ -1,0 +1,350 @@
+"""The report of a reward evaluation: ``summary.json``, ``report.md``, ``report.html`` and PNG plots.
+
+Both documents are rendered from one list of blocks (:mod:`.document`), so the Markdown and
+the HTML always say the same thing. The images are the PNGs in the run directory, referenced
+by relative paths, so the directory can be copied or zipped as a whole.
+
+Every number in the documents comes from the ``summary`` of
+:func:`reward_eval.analysis.metrics.summarize`; only the disagreement strips read
+the records themselves (for the task text, the answer and the kept video).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reward_eval.analysis.metrics import Record, as_records, disagreements
+from reward_eval.report import plots
+from reward_eval.report.audit import audit_section
+from reward_eval.report.calibration import calibration_section
+from reward_eval.report.document import (
+    Alert,
+    Block,
+    Heading,
+    Image,
+    Items,
+    Para,
+    Table,
+    render_html,
+    render_markdown,
+)
+from reward_eval.report.progress import progress_section
+from reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
+from vlm_reward.client.episode_record import EpisodeRecord, is_success
+
+MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
+ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long
+
+
+# ----------------------------------------------------------------------------- report sections
+
+
+def _secs(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f} s"
+
+
+def _fallbacks(block: Mapping[str, Any]) -> str:
+    return f"{block['fallback_count']} ({pct(block['fallback_rate'])})"
+
+
+def _provenance(summary: Mapping[str, Any], settings: Mapping[str, Any]) -> list[Block]:
+    """Where the numbers come from: threshold, backend and model, the fallback rule, all settings."""
+    overall = summary["overall"]
+    source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
+    backend, model = settings.get("backend"), settings.get("model")
+    judge = f"backend {backend or 'not recorded'}, model {model or 'not recorded'}"
+    modes = ", ".join(summary.get("reward_modes_in_records") or []) or "not recorded"
+    items = (
+        f"{overall['n_episodes']} episodes over {len(summary['per_task'])} task(s); "
+        f"{overall['n_judged']} judged by the VLM, {overall['fallback_count']} got the fallback score.",
+        f"Scores from the reward server: {judge}.",
+        f"VLM success = vlm_score >= {summary['threshold']:g} (threshold: {source}).",
+        "Ground truth: the simulator's success (native_success) at any step of the episode.",
+        "Fallback episodes carry the fallback score, not a judgement: they are excluded from the VLM "
+        "success rate, agreement, precision, recall, F1, AUROC and the score errors, and counted separately.",
+        f"Reward mode of the run(s) that wrote the records: {modes}. Both modes are evaluated below.",
+    )
+    blocks: list[Block] = [Heading("Where the numbers come from"), Items(items)]
+    if settings:
+        rows = tuple(
+            (str(k), v if isinstance(v, str) else json.dumps(v, default=str)) for k, v in settings.items()
+        )
+        blocks += [Para("Settings of this evaluation:"), Table(("setting", "value"), rows)]
+    return blocks
+
+
+def _overall(block: Mapping[str, Any]) -> list[Block]:
+    rows = (
+        ("episodes", str(block["n_episodes"])),
+        ("judged (non-fallback) episodes", str(block["n_judged"])),
+        ("fallbacks", _fallbacks(block)),
+        ("native success rate (all episodes)", pct(block["native_success_rate"])),
+        ("VLM success rate (judged)", pct(block["vlm_success_rate"])),
+        ("agreement VLM vs native (judged)", pct(block["agreement"])),
+        ("precision", num(block["precision"])),
+        ("recall", num(block["recall"])),
+        ("specificity", num(block["specificity"])),
+        ("F1", num(block["f1"])),
+        ("AUROC of the score", num(block["auroc"])),
+        ("mean VLM score | native success", num(block["mean_vlm_score_native_success"])),
+        ("mean VLM score | native failure", num(block["mean_vlm_score_native_failure"])),
+    )
+    confusion = (
+        ("native success", str(block["tp"]), str(block["fn"])),
+        ("native failure", str(block["fp"]), str(block["tn"])),
+    )
+    return [
+        Heading("Overall"),
+        Table(("metric", "value"), rows),
+        Para("Confusion matrix of the judged episodes (rows: simulator, columns: VLM):"),
+        Table(("", "VLM success", "VLM failure"), confusion),
+    ]
+
+
+def _per_task(summary: Mapping[str, Any]) -> list[Block]:
+    headers = ("task", "task text", "n", "judged", "native SR", "VLM SR", "agree")
+    headers += ("precision", "recall", "F1", "AUROC", "fallbacks")
+    rows = tuple((key, b["task_text"], *_task_cells(b)) for key, b in summary["per_task"].items())
+    return [Heading("Per task"), Table(headers, rows)]
+
+
+def _task_cells(b: Mapping[str, Any]) -> tuple[str, ...]:
+    rates = (pct(b["native_success_rate"]), pct(b["vlm_success_rate"]), pct(b["agreement"]))
+    scores = (num(b["precision"]), num(b["recall"]), num(b["f1"]), num(b["auroc"]))
+    return (str(b["n_episodes"]), str(b["n_judged"]), *rates, *scores, _fallbacks(b))
+
+
+def _reward_modes(summary: Mapping[str, Any]) -> list[Block]:
+    """The binary and the continuous reward side by side, overall and per task."""
+    scopes = [("overall", summary["overall"]), *summary["per_task"].items()]
+    rows = tuple(
+        (
+            label,
+            pct(b["reward_signal"]["native"]),
+            *(num(b["reward_signal"][k]) for k in ("binary", "continuous")),
+            *(num(b["continuous"][k]) for k in ("mean_abs_error", "brier")),
+        )
+        for label, b in scopes
+    )
+    headers = ("scope", "native SR", "mean s, binary", "mean s, continuous", "|score - native|", "Brier")
+    return [
+        Heading("Binary and continuous reward"),
+        Para(
+            "Mean per-episode success signal s over all episodes, fallbacks included (what training "
+            f"would see): binary_reward s = 1[score >= {summary['threshold']:g}], continuous s = score. "
+            "The last two columns are the errors of the score as an estimate of the native 0/1 outcome "
+            "(judged episodes)."
+        ),
+        Table(headers, rows),
+    ]
+
+
+def _errors_and_latency(block: Mapping[str, Any]) -> list[Block]:
+    errors = block["error_counts"]
+    lat = block["latency"]
+    blocks: list[Block] = [Heading("Errors and latency")]
+    if errors:
+        blocks.append(Table(("error kind", "episodes"), tuple((k, str(v)) for k, v in errors.items())))
+    else:
+        blocks.append(Para("No scoring errors."))
+    blocks.append(
+        Table(
+            ("episodes with a latency", "mean", "p50", "p90", "p99", "max"),
+            ((str(lat["n"]), *(_secs(lat[k]) for k in ("mean", "p50", "p90", "p99", "max"))),),
+        )
+    )
+    return blocks
+
+
+def _write_plots(
+    run_dir: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any]
+) -> dict[str, Path]:
+    """Every figure that has data; the per-task histograms only with more than one task."""
+    folder, threshold = run_dir / "plots", summary["threshold"]
+    figures = {
+        "score_histogram": plots.score_histogram(folder / "score_histogram.png", records, threshold),
+        "task_rates": plots.task_rates_chart(folder / "task_rates.png", summary),
+    }
+    if len(summary["per_task"]) > 1:
+        path = folder / "score_histograms_per_task.png"
+        figures["score_histograms_per_task"] = plots.score_histograms_per_task(
+            path, records, summary, threshold
+        )
+    latency = plots.latency_histogram(
+        folder / "latency_histogram.png", records, summary["overall"]["latency"]
+    )
+    if latency is not None:
+        figures["latency_histogram"] = latency
+    return figures
+
+
+FIGURE_CAPTIONS = {
+    "score_histogram": "VLM score by native outcome, all tasks",
+    "score_histograms_per_task": "VLM score by native outcome, per task",
+    "task_rates": "native vs VLM success rate and agreement per task",
+    "latency_histogram": "scoring latency per episode",
+}
+
+
+def _plot_blocks(run_dir: Path, figures: Mapping[str, Path]) -> list[Block]:
+    blocks: list[Block] = [Heading("Plots")]
+    for key, caption in FIGURE_CAPTIONS.items():
+        if key in figures:
+            blocks += [
+                Para(caption[0].upper() + caption[1:] + ":"),
+                Image(_rel(figures[key], run_dir), caption),
+            ]
+    if "latency_histogram" not in figures:
+        blocks.append(Para("No latency plot: no episode record has a latency_s."))
+    return blocks
+
+
+def _rel(path: Path, run_dir: Path) -> str:
+    return path.relative_to(run_dir).as_posix()
+
+
+def _outcome(success: bool) -> str:
+    return "success" if success else "failure"
+
+
+def _episode_label(index: int, record: EpisodeRecord) -> str:
+    parts = [f"task {record.task_id}"]
+    labelled = (("trial", record.trial_id), ("episode", record.episode))
+    parts += [f"{name} {value}" for name, value in labelled if value is not None]
+    return ", ".join(parts) + f" (record {index})"
+
+
+def _verdict_lines(record: EpisodeRecord, threshold: float) -> list[str]:
+    """Task, both verdicts and the VLM's answer (whitespace collapsed, cut at ``ANSWER_CHARS``)."""
+    answer = record.vlm_answer
+    answer = "(no answer logged)" if answer is None else " ".join(str(answer).split())
+    if len(answer) > ANSWER_CHARS:
+        answer = answer[: ANSWER_CHARS - 1] + "…"
+    native, verdict = _outcome(record.native_success), _outcome(is_success(record.vlm_score, threshold))
+    score = float(record.vlm_score)
+    return [
+        f"task: {record.task_text or '(no task text)'}",
+        f"native: {native}; VLM score {score:.3f} -> {verdict} at threshold {threshold:g}",
+        f"VLM answer: {answer}",
+    ]
+
+
+def _video_frames(record: EpisodeRecord, run_dir: Path) -> tuple[Any, str | None]:
+    """The kept video's frames, or ``None`` and a sentence saying why there are none."""
+    video = record.video_path
+    if not video:
+        return None, "No video: the record has no video_path (reward_model.keep_temp_video: True keeps them)."
+    path = Path(video)
+    if not path.is_absolute() and not path.exists():
+        path = run_dir / path  # a log moved together with its videos
+    if not path.exists():
+        return None, f"Video gone: {video} no longer exists."
+    try:
+        return plots.read_video_frames(path), None
+    except ValueError as exc:
+        return None, f"Video unreadable: {exc}"
+
+
+def _disagreement_section(
+    run_dir: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any], max_strips: int
+) -> tuple[list[Block], dict[str, Path]]:
+    """One entry per judged episode where VLM and simulator disagree, with its frame strip."""
+    threshold, overall = summary["threshold"], summary["overall"]
+    indices = disagreements(records, threshold)
+    blocks: list[Block] = [
+        Heading("Disagreements"),
+        Para(
+            f"{len(indices)} judged episode(s) where the VLM's verdict differs from the simulator's: "
+            f"{overall['fp']} false positive(s) (VLM success, native failure) and {overall['fn']} false "
+            "negative(s). Each strip shows the frames of the video the VLM was sent."
+        ),
+    ]
+    strips: dict[str, Path] = {}
+    for index in indices[:max_strips]:
+        record = records[index]
+        label, verdict = _episode_label(index, record), _verdict_lines(record, threshold)
+        blocks += [Heading(label, 3), Items(tuple(verdict))]
+        frames, note = _video_frames(record, run_dir)
+        if frames is None:
+            blocks.append(Para(note))
+            continue
+        path = plots.frame_strip(
+            run_dir / "disagreements" / f"record_{index:05d}.png", frames, "\n".join([label, *verdict])
+        )
+        strips[f"disagreement_{index}"] = path
+        blocks.append(Image(_rel(path, run_dir), f"frames of {label}"))
+    if len(indices) > max_strips:
+        blocks.append(
+            Para(f"{len(indices) - max_strips} more disagreement(s) not shown (max_strips={max_strips}).")
+        )
+    return blocks, strips
+
+
+RANDOM_MODEL_WARNING = (
+    "These scores come from a random-weight model. They mean nothing about the task, the policy or "
+    "a real judge; this report only shows that every stage of the evaluation runs."
+)
+
+
+def write_report(
+    run_dir: str | Path,
+    records: Sequence[Record],
+    summary: Mapping[str, Any],
+    *,
+    title: str,
+    settings: Mapping[str, Any] | None = None,
+    max_strips: int = MAX_STRIPS,
+) -> dict[str, Path]:
+    """Write ``summary.json``, ``report.md``, ``report.html`` and the PNGs into ``run_dir``.
+
+    ``records`` are episode records (decoded lines are validated into them). ``summary``
+    must be :func:`..analysis.metrics.summarize` of ``records`` (it is written to
+    ``summary.json`` unchanged). ``settings`` (backend, model, endpoint, ...) are listed as
+    the provenance of the numbers, ``backend`` and ``model`` also in its opening lines;
+    ``"random_model": True`` puts a warning at the top that the scores are meaningless.
+    ``max_strips`` caps the disagreement strips drawn. Returns the written paths under the keys
+    ``summary``, ``markdown``, ``html``, ``score_histogram``, ``task_rates``,
+    ``score_histograms_per_task`` (more than one task), ``latency_histogram`` (when latencies
+    exist), ``roc`` (both classes judged) and ``reliability`` (any judged episode) of
+    ``summary["calibration"]``, ``progress_curves`` of ``summary["progress"]`` (rescore
+    ``--prefixes``) and ``disagreement_<record index>`` (one per strip drawn).
+    """
+    check_summary(summary)
+    if not isinstance(title, str) or not title.strip():
+        raise ValueError(f"title must be a non-empty string, got {title!r}.")
+    if isinstance(max_strips, bool) or not isinstance(max_strips, int) or max_strips < 0:
+        raise ValueError(f"max_strips must be an integer >= 0, got {max_strips!r}.")
+    records = as_records(records)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    settings = dict(settings or {})
+    paths = {
+        "summary": run_dir / "summary.json",
+        "markdown": run_dir / "report.md",
+        "html": run_dir / "report.html",
+    }
+    paths["summary"].write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    figures = _write_plots(run_dir, records, summary)
+    strip_blocks, strips = _disagreement_section(run_dir, records, summary, max_strips)
+    blocks: list[Block] = [Heading(title, 1)]
+    if settings.get("random_model"):
+        blocks.append(Alert(RANDOM_MODEL_WARNING))
+    blocks += _provenance(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
+    blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
+    sections = (
+        ("calibration", calibration_section),
+        ("progress", progress_section),
+        ("audit", audit_section),
+    )
+    for key, section in sections:
+        if key in summary:  # calibration: every summarize(); progress: rescore --prefixes; audit: run
+            section_blocks, section_figures = section(run_dir, summary)
+            blocks += section_blocks
+            figures = {**figures, **section_figures}
+    blocks += _plot_blocks(run_dir, figures) + strip_blocks
+    paths["markdown"].write_text(render_markdown(blocks), encoding="utf-8")
+    paths["html"].write_text(render_html(blocks, title), encoding="utf-8")
+    return {**paths, **figures, **strips}

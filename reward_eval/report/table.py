@@ -1,0 +1,76 @@
+"""The short table a command prints at its end, and the number formats of every report.
+
+Every number comes from the ``summary`` of
+:func:`reward_eval.analysis.metrics.summarize`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+THRESHOLD_SOURCES = {
+    "argument": "set for this evaluation",
+    "records": "the run's success_threshold",
+    "default": "the env default; the records carry no success_threshold",
+}
+
+
+# ----------------------------------------------------------------------------- number formats
+
+
+def pct(value: float | None) -> str:
+    """A rate as a percentage with one decimal, ``n/a`` when undefined."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def num(value: float | None, digits: int = 3) -> str:
+    """A score-like number with ``digits`` decimals, ``n/a`` when undefined."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+# ----------------------------------------------------------------------------- terminal table
+
+
+def format_table(summary: Mapping[str, Any]) -> str:
+    """A plain-text table for the terminal: overall and one row per task.
+
+    Columns: task, n, native SR, VLM SR, agreement, F1, AUROC, fallbacks, task text. VLM SR,
+    agreement, F1 and AUROC are over the judged (non-fallback) episodes.
+    """
+    check_summary(summary)
+    header = ("task", "n", "native SR", "VLM SR", "agree", "F1", "AUROC", "fallbacks", "task text")
+    rows = [_table_row("overall", summary["overall"], "")]
+    rows += [_table_row(k, b, b["task_text"]) for k, b in summary["per_task"].items()]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+
+    def line(row: tuple[str, ...]) -> str:
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:-1], widths[1:], strict=True)]
+        return "  ".join([*cells, row[-1]]).rstrip()
+
+    source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
+    note = f"VLM success = score >= {summary['threshold']:g} ({source}); judge metrics exclude fallbacks"
+    return "\n".join([note, line(header), *map(line, rows)])
+
+
+def _table_row(label: str, b: Mapping[str, Any], text: str) -> tuple[str, ...]:
+    return (
+        label,
+        str(b["n_episodes"]),
+        pct(b["native_success_rate"]),
+        pct(b["vlm_success_rate"]),
+        pct(b["agreement"]),
+        num(b["f1"]),
+        num(b["auroc"]),
+        str(b["fallback_count"]),
+        text if len(text) <= 60 else text[:59] + "…",
+    )
+
+
+def check_summary(summary: Any) -> None:
+    """``ValueError`` unless ``summary`` has the shape :func:`..analysis.metrics.summarize` returns."""
+    required = {"overall", "per_task", "threshold", "threshold_source"}
+    if not isinstance(summary, Mapping) or not required <= summary.keys():
+        raise ValueError(
+            "summary must be the dict returned by metrics.summarize() (keys overall, per_task, ...)."
+        )

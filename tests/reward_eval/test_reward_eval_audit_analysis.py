@@ -1,0 +1,239 @@
+"""The audit's pure parts: perturbations, the hard-negative instruction, the numbers. Milliseconds.
+
+Frames here are tiny arrays whose pixel value is the frame's index, so a perturbation's
+output order is read off directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from reward_eval.analysis import perturbations as pt
+from reward_eval.analysis.audit import ORIGINAL, row_block, rows_above, summarize_audit
+from reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
+
+
+def indexed(n: int) -> np.ndarray:
+    """``n`` 2x2 RGB frames, frame ``i`` filled with the value ``i``."""
+    return np.arange(n, dtype=np.uint8)[:, None, None, None].repeat(2, 1).repeat(2, 2).repeat(3, 3)
+
+
+def order(frames: np.ndarray) -> list[int]:
+    return [int(f[0, 0, 0]) for f in frames]
+
+
+# ----------------------------------------------------------------------------- perturbations
+
+CASES = [
+    ("reversed", 5, [4, 3, 2, 1, 0]),
+    ("frozen", 4, [0, 0, 0, 0]),
+    ("clipped", 5, [0, 1]),
+    ("clipped", 1, [0]),  # at least one frame
+    ("shuffled", 6, [4, 0, 5, 2, 3, 1]),  # np.random.default_rng([0, 7]).permutation(6)
+]
+
+
+@pytest.mark.parametrize(("name", "n", "expected"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_each_perturbation_reorders_the_frames_as_its_docstring_says(
+    name: str, n: int, expected: list[int]
+) -> None:
+    source = pt.Source(indexed(n), "put the soup in the basket", "put the butter in the basket", (0, 7))
+    made = pt.perturb(name, source)
+    assert order(made.frames) == expected
+    assert made.task_text == "put the soup in the basket", "only wrong_task changes the instruction"
+    assert made.frames.shape[1:] == (2, 2, 3)
+
+
+def test_shuffled_is_a_pure_function_of_the_seed() -> None:
+    frames = indexed(10)
+    first = pt.perturb("shuffled", pt.Source(frames, "t", None, (3, 1))).frames
+    again = pt.perturb("shuffled", pt.Source(frames, "t", None, (3, 1))).frames
+    other = pt.perturb("shuffled", pt.Source(frames, "t", None, (3, 2))).frames
+    assert order(first) == order(again) and order(first) != order(other)
+    assert sorted(order(first)) == list(range(10)), "a permutation: every frame once"
+
+
+@pytest.mark.parametrize(
+    ("negative", "expected"),
+    [("put the butter in the basket", "put the butter in the basket"), (None, None)],
+    ids=["other-task", "no-other-task"],
+)
+def test_wrong_task_keeps_the_frames_and_swaps_the_instruction(
+    negative: str | None, expected: str | None
+) -> None:
+    frames = indexed(3)
+    made = pt.perturb("wrong_task", pt.Source(frames, "put the soup in the basket", negative))
+    if expected is None:
+        assert made is None
+        return
+    assert made.task_text == expected and made.frames is frames
+
+
+def test_the_registered_perturbations_in_order_with_a_line_each() -> None:
+    assert pt.perturbation_names() == ("reversed", "frozen", "clipped", "shuffled", "wrong_task")
+    assert pt.describe("frozen") == "The first frame held for the whole clip: nothing happened."
+
+
+def test_a_new_perturbation_is_one_registered_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pt, "_REGISTRY", dict(pt._REGISTRY))
+
+    @pt.register_perturbation("last_only")
+    def last_only(source: pt.Source) -> pt.Counterfactual:
+        """The last frame alone."""
+        return pt.Counterfactual(source.frames[-1:], source.task_text)
+
+    assert pt.perturbation_names()[-1] == "last_only"
+    assert order(pt.perturb("last_only", pt.Source(indexed(4), "t")).frames) == [3]
+    with pytest.raises(ValueError, match="'last_only' is already registered"):
+        pt.register_perturbation("last_only")(last_only)
+    with pytest.raises(ValueError, match="'failure' is already registered"):
+        pt.register_perturbation(pt.FAILURE)(last_only)
+
+
+def test_an_unknown_perturbation_names_the_valid_ones() -> None:
+    with pytest.raises(KeyError, match="unknown perturbation 'mirror'; valid: reversed, frozen, clipped"):
+        pt.perturb("mirror", pt.Source(indexed(2), "t"))
+
+
+# ----------------------------------------------------------------------------- hard negatives
+
+LIBERO_10_SLICE = {
+    0: SuiteTask(0, "LIVING_ROOM_SCENE2", "put both the alphabet soup and the tomato sauce in the basket"),
+    1: SuiteTask(1, "LIVING_ROOM_SCENE2", "put both the cream cheese box and the butter in the basket"),
+    2: SuiteTask(2, "KITCHEN_SCENE3", "turn on the stove and put the moka pot on it"),
+    7: SuiteTask(
+        7, "LIVING_ROOM_SCENE1", "put both the alphabet soup and the cream cheese box in the basket"
+    ),
+}
+NEGATIVE_CASES = [
+    ("same-scene-first", 0, LIBERO_10_SLICE, LIBERO_10_SLICE[1].instruction),
+    ("same-scene-either-way", 1, LIBERO_10_SLICE, LIBERO_10_SLICE[0].instruction),
+    ("nearest-id-without-a-scene-mate", 7, LIBERO_10_SLICE, LIBERO_10_SLICE[2].instruction),
+    ("lower-id-on-a-tie", 1, {t: SuiteTask(t, "", f"task {t}") for t in (0, 1, 2)}, "task 0"),
+    ("only-task", 0, {0: SuiteTask(0, "", "task 0")}, None),
+    ("same-instruction-is-no-negative", 0, {0: SuiteTask(0, "", "a"), 1: SuiteTask(1, "", "a")}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("task", "tasks", "expected"), [c[1:] for c in NEGATIVE_CASES], ids=[c[0] for c in NEGATIVE_CASES]
+)
+def test_hard_negative_prefers_the_same_scene_then_the_nearest_task(
+    task: int, tasks: dict[int, SuiteTask], expected: str | None
+) -> None:
+    assert hard_negative(task, tasks) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "scene"),
+    [
+        (
+            "LIVING_ROOM_SCENE2_put_both_the_alphabet_soup_and_the_tomato_sauce_in_the_basket",
+            "LIVING_ROOM_SCENE2",
+        ),
+        ("KITCHEN_SCENE10_put_the_butter_at_the_back", "KITCHEN_SCENE10"),
+        ("pick_up_the_book", ""),
+    ],
+    ids=["living-room", "two-digit-scene", "no-scene"],
+)
+def test_scene_of_a_libero_task_name(name: str, scene: str) -> None:
+    assert scene_of(name) == scene
+
+
+# ----------------------------------------------------------------------------- the numbers
+
+
+def case(name: str, task: int, score: float | None, original: float | None = None) -> dict[str, Any]:
+    return {
+        "perturbation": name,
+        "task_id": task,
+        "task_text": f"task {task}",
+        "score": score,
+        "original_score": original,
+    }
+
+
+CASE_LIST = [
+    case(ORIGINAL, 0, 0.9, 0.9),
+    case(ORIGINAL, 1, 0.6, 0.6),
+    case("reversed", 0, 0.2, 0.9),
+    case("reversed", 1, 0.7, 0.6),  # a rise: drop -0.1
+    case("frozen", 0, None, 0.9),  # a fallback: counted apart
+    case("frozen", 1, 0.1, 0.6),
+    case("failure", 0, 0.5, 0.5),
+    case("failure", 1, 0.3, 0.3),
+]
+
+
+def test_rows_hold_hand_computed_rates_scores_and_drops() -> None:
+    summary = summarize_audit(CASE_LIST, ["reversed", "frozen"], threshold=0.5)
+    assert list(summary["rows"]) == [ORIGINAL, "reversed", "frozen", "failure"]
+    assert summary["rows"]["reversed"] == pytest.approx(
+        {
+            "episodes": 2,
+            "judged": 2,
+            "fallbacks": 0,
+            "positive_rate": 0.5,
+            "mean_score": 0.45,
+            "mean_drop": 0.3,
+        }
+    )
+    assert summary["rows"]["frozen"] == pytest.approx(
+        {
+            "episodes": 2,
+            "judged": 1,
+            "fallbacks": 1,
+            "positive_rate": 0.0,
+            "mean_score": 0.1,
+            "mean_drop": 0.5,
+        }
+    )
+    assert summary["rows"]["failure"]["positive_rate"] == 0.5  # 0.5 >= 0.5: the report's success rule
+    assert (
+        summary["rows"]["failure"]["mean_drop"] is None and summary["rows"][ORIGINAL]["positive_rate"] == 1.0
+    )
+    assert summary["per_task"]["1"]["rows"]["reversed"]["positive_rate"] == 1.0
+    assert summary["per_task"]["0"]["task_text"] == "task 0"
+    assert [c["score"] for c in summary["worst"]["reversed"]] == [0.7, 0.2]
+    assert (summary["calls"], summary["fallback_calls"]) == (8, 1)
+
+
+@pytest.mark.parametrize(
+    ("rate", "expected"),
+    [(0.4, ["reversed", "failure"]), (0.5, []), (0.0, ["reversed", "failure"])],
+    ids=["below-both", "equal-is-not-above", "zero"],
+)
+def test_fail_above_gates_every_row_but_the_originals(rate: float, expected: list[str]) -> None:
+    assert rows_above(summarize_audit(CASE_LIST, ["reversed", "frozen"], 0.5), rate) == expected
+
+
+def test_an_empty_row_has_no_rates() -> None:
+    assert row_block([], 0.5) == {
+        "episodes": 0,
+        "judged": 0,
+        "fallbacks": 0,
+        "positive_rate": None,
+        "mean_score": None,
+        "mean_drop": None,
+    }
+
+
+# ----------------------------------------------------------------------------- the report's rows
+
+ROW_CASES = [
+    ("drop", "reversed", {"mean_drop": 0.3}, "0.300"),
+    ("tiny-rise-is-zero", "reversed", {"mean_drop": -0.0004}, "0.000"),
+    ("no-judged-pair", "frozen", {"mean_drop": None}, "n/a"),
+    ("no-drop-for-the-originals", ORIGINAL, {"mean_drop": None}, ""),
+]
+
+
+@pytest.mark.parametrize(("name", "block", "drop"), [c[1:] for c in ROW_CASES], ids=[c[0] for c in ROW_CASES])
+def test_a_report_row_shows_the_drop_to_three_decimals(name: str, block: dict[str, Any], drop: str) -> None:
+    from reward_eval.report.audit import row_cells
+
+    base = {"episodes": 2, "judged": 1, "fallbacks": 1, "positive_rate": 0.5, "mean_score": 0.25}
+    assert row_cells(name, {**base, **block}) == ("2", "1 (1 fallback)", "50.0%", "0.250", drop)

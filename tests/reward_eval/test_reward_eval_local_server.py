@@ -1,0 +1,127 @@
+"""The reward server a command scores against (``judging.endpoint``) and the launcher under it.
+
+A local server (``--backend/--model``) is ready when its endpoint is yielded and always
+stopped after, also when the command fails; one that does not come up is a
+``ServerStartError`` naming its log, and is not left running. A given ``--endpoint`` is
+checked first. These are real server processes on 127.0.0.1, with the test backends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+import requests
+
+from reward_eval.job import options
+from reward_eval.judging import endpoint as judge
+from tests.support.server import ServerProcess
+from vlm_reward.server_process import RewardServerProcess, ServerStartError, free_port, health_url
+
+pytestmark = pytest.mark.slow  # each test starts a server process (a few seconds)
+
+PLUGIN = "tests.support.fake_backends"
+
+
+def _refused(url: str) -> bool:
+    try:
+        requests.get(url, timeout=2)
+    except requests.ConnectionError:
+        return True
+    return False
+
+
+def _local_args(*argv: str) -> argparse.Namespace:
+    """The scoring options of a command that starts a local test-backend server."""
+    parser = argparse.ArgumentParser()
+    options.add_scoring_options(parser, "the env YAML")
+    args = parser.parse_args(["--plugin", PLUGIN, "--model", "none", *argv])
+    options.check_scoring_options(parser, args)
+    return args
+
+
+def test_server_is_healthy_inside_and_stopped_after(tmp_path: Path) -> None:
+    log = tmp_path / "logs" / "server.log"
+    args = _local_args("--backend", "fixed_score")
+    with judge.scoring_endpoint(args, "none", tmp_path, log) as endpoint:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/score", endpoint)
+        assert requests.get(health_url(endpoint), timeout=5).status_code == 200
+        body = requests.post(endpoint, json={"task_text": "t", "video_path": "/nope.mp4"}, timeout=5)
+        assert body.status_code == 403, "the server got tmp_path as its --video-root"
+    assert _refused(health_url(endpoint))
+    assert "POST /score" in log.read_text(), "the server log goes to the given file"
+
+
+def test_server_is_stopped_when_the_body_raises(tmp_path: Path) -> None:
+    args = _local_args("--backend", "fixed_score")
+    with (
+        pytest.raises(RuntimeError, match="rollout crashed"),
+        judge.scoring_endpoint(args, "none", tmp_path, tmp_path / "s.log") as endpoint,
+    ):
+        raise RuntimeError("rollout crashed")
+    assert _refused(health_url(endpoint))
+
+
+def test_server_kwargs_reach_the_backend(tmp_path: Path, sample_mp4: str) -> None:
+    args = _local_args("--backend", "fixed_score", "--server-kwargs", '{"answer": "<answer>0.25</answer>"}')
+    with judge.scoring_endpoint(args, "none", Path(sample_mp4).parent, tmp_path / "s.log") as endpoint:
+        body = requests.post(endpoint, json={"task_text": "t", "video_path": sample_mp4}, timeout=30)
+    assert body.status_code == 200 and body.json()["score"] == 0.25
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--backend", "fixed_score", "--plugin", "no_such_module"],
+            "the reward server exited with 2: --plugin no_such_module: cannot import it "
+            "(No module named 'no_such_module'); see ",
+        ),
+        (
+            ["--backend", "slow", "--server-kwargs", '{"load_seconds": 30}', "--server-start-timeout", "1"],
+            "the reward server was not healthy after 1 s; see ",
+        ),
+    ],
+    ids=["exits-at-start", "never-healthy"],
+)
+def test_a_server_that_does_not_come_up_raises_with_its_log_and_is_stopped(
+    tmp_path: Path, argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[RewardServerProcess] = []
+    launch = judge.local_server
+    monkeypatch.setattr(judge, "local_server", lambda *a: started.append(launch(*a)) or started[-1])
+    log = tmp_path / "s.log"
+    with (
+        pytest.raises(ServerStartError, match=re.escape(message + str(log))),
+        judge.scoring_endpoint(_local_args(*argv), "none", tmp_path, log),
+    ):
+        pytest.fail("the body must not run")
+    [server] = started
+    assert server.proc.poll() is not None, "a server that never got ready is not left running"
+
+
+def test_log_containing_waits_for_the_access_line(tmp_path: Path) -> None:
+    args = ["--backend", "fixed_score", "--model", "none", "--video-root", str(tmp_path)]
+    with RewardServerProcess(args, tmp_path / "s.log", plugins=(PLUGIN,)) as server:
+        requests.post(server.endpoint, json={"task_text": "t", "video_path": "/nope.mp4"}, timeout=5)
+        assert "POST /score" in server.log_containing("POST /score", timeout=10)
+        assert server.log_containing("never written", timeout=0.2) == server.log()
+    assert server.proc.poll() is not None, "leaving the context stops the server"
+
+
+def test_check_endpoint_names_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(
+        judge.EndpointUnavailableError, match=r"not reachable at http://127\.0\.0\.1:\d+/health"
+    ):
+        judge.check_endpoint(f"http://127.0.0.1:{free_port()}/score", timeout=2)
+    args = ["--backend", "slow", "--model", "none", "--backend-kwargs", '{"load_seconds": 30}']
+    server = ServerProcess(args, tmp_path / "slow.log", plugins=(PLUGIN,))
+    try:
+        loading = server.wait_until(lambda r: r.status_code == 503)
+        assert loading.json()["error"]["type"] == "backend_loading"
+        with pytest.raises(judge.EndpointUnavailableError, match=r"is not ready \(HTTP 503\)"):
+            judge.check_endpoint(server.endpoint)
+    finally:
+        server.stop()
