@@ -3,7 +3,7 @@
 The server's backend takes a fixed 0.5 s per ``generate`` call whatever the batch size
 (the ``counting`` test backend, which also logs every call's batch size), and runs with
 ``--max-batch-size 64``, so a perfect client pays 0.5 s once. Per repetition, side by
-side: ``VLMRewardClient.score_many`` over the 64 episodes (``max_concurrency`` 64), and
+side: ``RewardClient.score_many`` over the 64 episodes (``max_concurrency`` 64), and
 ``score`` on each in turn. Each episode is 64 frames of 256x256 (16 are sampled).
 
 Two servers are compared: the default ``--max-wait-ms 20`` and a wider 300 ms window.
@@ -41,8 +41,8 @@ from benchmarks.harness import (
     timed,
     verdict,
 )
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient, sample_frame_indices
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, sample_frame_indices
 from vlm_reward.video_io import encode_mp4
 
 TARGET = 30.0
@@ -79,7 +79,7 @@ class Contender:
             max_concurrency=episodes,
             timeout=120,
         )
-        self.client = VLMRewardClient(cfg)
+        self.client = RewardClient(cfg)
         self.batches_per_run: list[int] = []
 
     def concurrent(self, episodes: list[Episode]) -> float:

@@ -2,7 +2,7 @@
 
 Per repetition, side by side: one ``step()`` of the project's LiberoEnv (1 env, idle
 action, reward model off: the reference), the client's CPU work alone (sample 16 of N
-frames, encode the MP4), and ``VLMRewardClient.score`` end to end against two local
+frames, encode the MP4), and ``RewardClient.score`` end to end against two local
 servers with the instant ``fixed_score`` backend: one with the default 20 ms batching
 window, one with ``--max-wait-ms 0``. The episode is N real LIBERO frames (the renders
 of the warm-up steps, repeated). The round trip includes the server's own work (it
@@ -36,8 +36,8 @@ from benchmarks.harness import (
     timed,
     verdict,
 )
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient, sample_frame_indices
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, sample_frame_indices
 from vlm_reward.video_io import encode_mp4
 
 TARGET = 0.20
@@ -48,14 +48,14 @@ def _add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--frames", type=int, default=512, help="frames in the scored episode (N)")
 
 
-def _client(server: RewardServer, video_dir: str) -> VLMRewardClient:
+def _client(server: RewardServer, video_dir: str) -> RewardClient:
     cfg = RewardModelConfig(
         enable=True, endpoint=server.endpoint, backend="fixed_score", temp_video_dir=video_dir, timeout=30
     )
-    return VLMRewardClient(cfg)
+    return RewardClient(cfg)
 
 
-def _score(client: VLMRewardClient, episode: Episode) -> float:
+def _score(client: RewardClient, episode: Episode) -> float:
     result = client.score(episode)
     if result.fallback:
         raise RuntimeError(f"scoring failed, the benchmark would time a fallback: {result.error}")

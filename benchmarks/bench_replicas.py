@@ -3,7 +3,7 @@
 A judge that serves one request at a time: each server runs the ``fixed_score`` test
 backend sleeping ``--latency`` per ``generate`` call with ``--max-batch-size 1`` (a GPU
 already saturated by one request; batching does not help it). ``--episodes`` episodes end
-together and are scored with ``VLMRewardClient.score_many`` (``max_concurrency`` = the
+together and are scored with ``RewardClient.score_many`` (``max_concurrency`` = the
 episodes), per repetition side by side:
 
 * ``1 server``: ``reward_model.endpoint`` is one URL;
@@ -36,8 +36,8 @@ from benchmarks.harness import (
     synthetic_frames,
     timed,
 )
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, ScoreResult, VLMRewardClient
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
 from vlm_reward.server_process import free_port
 
 FRAMES, SIZE = 8, 128
@@ -49,7 +49,7 @@ def _add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latency", type=float, default=0.5, help="seconds per generate call (default 0.5)")
 
 
-def _client(endpoints: list[str], episodes: int, tmp: Path) -> VLMRewardClient:
+def _client(endpoints: list[str], episodes: int, tmp: Path) -> RewardClient:
     cfg = RewardModelConfig(
         enable=True,
         endpoint=endpoints if len(endpoints) > 1 else endpoints[0],
@@ -59,7 +59,7 @@ def _client(endpoints: list[str], episodes: int, tmp: Path) -> VLMRewardClient:
         max_retries=0,
         timeout=300,
     )
-    return VLMRewardClient(cfg)
+    return RewardClient(cfg)
 
 
 def _scored(results: list[ScoreResult]) -> None:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     server_args = ["--backend", "fixed_score", "--model", "m", "--video-root", str(tmp)]
     server_args += ["--max-batch-size", "1", "--backend-kwargs", f'{{"generate_seconds": {args.latency}}}']
     servers = [RewardServer(server_args, tmp / f"server{i}.log") for i in range(args.replicas)]
-    clients: dict[str, VLMRewardClient] = {}
+    clients: dict[str, RewardClient] = {}
     try:
         for server in servers:
             server.wait_ready()

@@ -8,7 +8,7 @@ on its pid) is read after the warm-up and after every round: a leak shows as a s
 from round to round, noise as a wobble.
 
 Part 2. A server whose backend takes 2 s per call (``--max-batch-size 4``) gets 64
-episodes at once from ``VLMRewardClient`` with ``timeout`` 0.5 s: every one must come back
+episodes at once from ``RewardClient`` with ``timeout`` 0.5 s: every one must come back
 as a fallback with ``error_kind`` "timeout", in about the timeout, not the backlog's 32 s.
 Then one request with a generous timeout must succeed promptly: the server drops the
 queued jobs of clients that went away, so it does not work through 32 s of dead requests.
@@ -33,8 +33,8 @@ from pathlib import Path
 import requests
 
 from benchmarks.harness import RewardServer, Row, Stats, header, print_table, synthetic_frames, timed
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, ScoreResult, VLMRewardClient
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
 from vlm_reward.video_io import encode_mp4
 
 CONCURRENCY, WARMUP = 64, 200
@@ -146,7 +146,7 @@ def slow_backend(tmp: Path) -> list[str]:
     ]
     results: list[ScoreResult] = []
     with server:
-        client = VLMRewardClient(cfg)
+        client = RewardClient(cfg)
         wall = timed(lambda: results.extend(client.score_many(episodes)))
         client.close()
         time.sleep(CLIENT_TIMEOUT)  # let the server see the disconnects

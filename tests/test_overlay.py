@@ -102,11 +102,8 @@ FORK_FILES = {
     "rlinf/envs/libero/__init__.py",
     "rlinf/envs/libero/libero_env.py",
     "rlinf/envs/libero/vlm_reward_client.py",
-    "rlinf/envs/libero/reward_model_config.py",
     "rlinf/envs/libero/episode_log.py",
     "rlinf/envs/libero/episode_reward.py",
-    "rlinf/envs/libero/replicas.py",
-    "rlinf/envs/libero/reward_http.py",
 }
 
 

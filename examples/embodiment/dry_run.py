@@ -156,7 +156,7 @@ def smoke_env(cfg: DictConfig) -> None:
 def run_checks(cfg: DictConfig) -> None:
     from rlinf.config import validate_cfg
 
-    from rlinf.envs.libero.reward_model_config import RewardModelConfig
+    from vlm_reward.client.config import RewardModelConfig
 
     cfg = validate_cfg(cfg)
     print("[dry-run] config composed and validated by rlinf.config.validate_cfg")

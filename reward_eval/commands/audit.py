@@ -55,8 +55,8 @@ from reward_eval.judging.counterfactuals import (
 )
 from reward_eval.judging.endpoint import JUDGE_ERRORS, scoring_endpoint
 from reward_eval.report.audit import audit_lines, pair_strip, write_audit_report
-from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import RewardClient
 
 EXIT_CANNOT_AUDIT = 3
 EXIT_FAIL_ABOVE = 4
@@ -151,7 +151,7 @@ def read_settings(run_dir: Path) -> dict[str, Any]:
 
 
 def run_audit(
-    client: VLMRewardClient,
+    client: RewardClient,
     episodes: Sequence[AuditEpisode],
     out: Path,
     *,
@@ -204,7 +204,7 @@ def audit(args: argparse.Namespace) -> int:
     model, random_model = resolve_model(args, args.out)
     random_model = random_model or is_source_random_model(args.source, model)
     with scoring_endpoint(args, model, video_root, args.out / "reward_server.log") as endpoint:
-        client = VLMRewardClient(reward_config(args, endpoint, records))
+        client = RewardClient(reward_config(args, endpoint, records))
         try:
             summary = run_audit(
                 client,
@@ -255,7 +255,7 @@ def audit_own_run(
     except AuditInputError as exc:
         return {"skipped": str(exc)}
     records = [e.record for e in episodes]
-    client = VLMRewardClient(reward_config(args, endpoint, records))
+    client = RewardClient(reward_config(args, endpoint, records))
     try:
         summary = run_audit(
             client,

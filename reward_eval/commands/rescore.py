@@ -3,7 +3,7 @@
 ``python -m reward_eval rescore SOURCE [options]`` (see ``--help``):
 SOURCE is a run dir of ``run`` (or of an earlier ``rescore``) or one episode JSONL whose
 videos were kept (``video_path`` set and the file present). Every video is sent to the
-reward server through the env's own client (``VLMRewardClient.score_video``: same payload,
+reward server through the env's own client (``RewardClient.score_video``: same payload,
 retries, validation and fallback as during the rollout), with the ``frames_sent`` of its
 record as ``nframes``. The new run dir gets the same JSONL format, the native outcome and
 episode metadata copied from the source, ``settings.json`` and the same report.
@@ -58,9 +58,9 @@ from reward_eval.judging.prefixes import (
     score_prefixes,
     write_episodes,
 )
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord, write_episode_log
+from vlm_reward.client.scoring import RewardClient
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,7 +162,7 @@ def reward_config(
 
 
 def rescore_records(
-    client: VLMRewardClient, records: Sequence[EpisodeRecord], videos: Sequence[str], concurrency: int
+    client: RewardClient, records: Sequence[EpisodeRecord], videos: Sequence[str], concurrency: int
 ) -> list[EpisodeRecord]:
     """New records, in source order: the source's metadata and native outcome, the new judgement."""
     cfg = client.cfg
@@ -193,7 +193,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
         cfg = reward_config(args, endpoint, [r for records, _ in sources.values() for r in records])
         settings = rescore_settings(args, model, random_model, endpoint, cfg)
         write_settings(out, settings)
-        client = VLMRewardClient(cfg)
+        client = RewardClient(cfg)
         try:
             for log, (records, videos) in sources.items():
                 write_episode_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
@@ -205,7 +205,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def progress_order(
-    client: VLMRewardClient,
+    client: RewardClient,
     sources: Mapping[Path, tuple[list[EpisodeRecord], list[str]]],
     k: int,
     out: Path,

@@ -39,7 +39,7 @@ class CallBar:
 
 
 class Judge(Protocol):
-    """What :func:`judge_all` needs of the reward client (``VLMRewardClient.score_video``)."""
+    """What :func:`judge_all` needs of the reward client (``RewardClient.score_video``)."""
 
     def score_video(self, task_text: str, video_path: str, num_frames: int, native_success: bool) -> Any:
         """One call; the result has ``score``, ``fallback`` and ``error``."""

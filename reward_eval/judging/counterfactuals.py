@@ -4,7 +4,7 @@ For every kept video this decodes its frames once (:mod:`vlm_reward.video_io`; t
 video holds exactly the frames the judge was sent), writes the episode itself and, for a
 native success, each registered perturbation's counterfactual (:mod:`..analysis.perturbations`)
 as MP4s into a temporary folder of the audit dir, and sends each through the env's own client
-(``VLMRewardClient.score_video``: same payload, retries and fallback). The episode itself is
+(``RewardClient.score_video``: same payload, retries and fallback). The episode itself is
 re-encoded like its counterfactuals, so the drop measures the perturbation, not the codec.
 The folder is removed at the end, also on error.
 
@@ -33,8 +33,8 @@ from reward_eval.analysis.perturbations import (
     perturbation_names,
 )
 from reward_eval.judging.calls import JudgeCall, judge_all
-from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import RewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
 
@@ -115,7 +115,7 @@ def _episode_calls(
 
 
 def judge_episodes(
-    client: VLMRewardClient,
+    client: RewardClient,
     episodes: Sequence[AuditEpisode],
     hard_negatives: Mapping[Any, str | None],
     seed: int,
@@ -155,7 +155,7 @@ def judge_episodes(
     return _with_original_scores(cases), unreadable
 
 
-def _judge(client: VLMRewardClient, calls: Sequence[Call], concurrency: int) -> list[dict[str, Any]]:
+def _judge(client: RewardClient, calls: Sequence[Call], concurrency: int) -> list[dict[str, Any]]:
     """Each call's case with its ``score`` (``None`` for a fallback, whose ``error`` is kept)."""
     requests = [
         JudgeCall(

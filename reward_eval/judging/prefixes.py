@@ -4,7 +4,7 @@ For every kept video (the frames the judge saw for the whole episode) this decod
 frames once, writes the prefixes the pure :func:`..analysis.progress.prefix_lengths` names
 (the first ``ceil(i * n / K)`` frames, ``i = 1..K``, repeats judged once) as MP4s into a
 temporary folder of the run dir, and sends each through the env's own client
-(``VLMRewardClient.score_video``: same payload, retries and fallback) with ``nframes`` =
+(``RewardClient.score_video``: same payload, retries and fallback) with ``nframes`` =
 the prefix's frame count, capped at the record's ``frames_sent``. The folder is removed at
 the end, also on error. Each episode's VOC is :func:`..analysis.progress.voc` of its
 prefixes; a failed call (fallback) is counted and left out.
@@ -29,8 +29,8 @@ from typing import Any
 
 from reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
 from reward_eval.judging.calls import JudgeCall, judge_all
-from rlinf.envs.libero.vlm_reward_client import VLMRewardClient
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import RewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
 EPISODES_FILE = "voc_episodes.jsonl"
@@ -86,7 +86,7 @@ def episode_result(episode: Episode, prefixes: Prefixes, scores: Sequence[float 
 
 
 def score_prefixes(
-    client: VLMRewardClient,
+    client: RewardClient,
     episodes: Sequence[Episode],
     k: int,
     work_dir: Path,
@@ -118,7 +118,7 @@ def score_prefixes(
 
 
 def _score_calls(
-    client: VLMRewardClient, calls: Sequence[tuple[EpisodeRecord, Prefixes, int]], concurrency: int
+    client: RewardClient, calls: Sequence[tuple[EpisodeRecord, Prefixes, int]], concurrency: int
 ) -> list[float | None]:
     """The score of each ``(record, prefixes, j)`` call (prefix ``j``), ``None`` for a fallback;
     ``nframes`` is the prefix's frame count, capped at the record's ``frames_sent``."""

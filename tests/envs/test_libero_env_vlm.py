@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import torch
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
+from vlm_reward.client.config import RewardModelConfig
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 

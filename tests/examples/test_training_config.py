@@ -9,7 +9,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from vlm_reward.client.config import RewardModelConfig
 
 EMBODIED = Path(__file__).resolve().parents[2] / "examples" / "embodiment"
 EMBODIED_PATH_BEFORE = os.environ.get("EMBODIED_PATH")

@@ -1,4 +1,4 @@
-"""VLMRewardClient against faults on the wire: broken HTTP, hangs, a server killed and restarted.
+"""RewardClient against faults on the wire: broken HTTP, hangs, a server killed and restarted.
 
 Every fault must end the same two ways: with ``fail_on_request_error: False`` the episode
 gets the fallback score and is counted under its error kind (the rollout goes on); with
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, RewardRequestError, ScoreResult, VLMRewardClient
 from tests.conftest import moving_square_frames
 from tests.support import raw_server
 from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError, ScoreResult
 
 TIMEOUT = 1.0
 STALL = 3 * TIMEOUT  # a hang outlasts the client's patience
@@ -47,9 +47,9 @@ def _episode(native: bool = False, task: str = "put the bowl on the plate", n: i
     return Episode(task, list(moving_square_frames(n)), native)
 
 
-def _client(endpoint: str, videos: Path, **changes: object) -> VLMRewardClient:
+def _client(endpoint: str, videos: Path, **changes: object) -> RewardClient:
     cfg = dict(enable=True, endpoint=endpoint, timeout=TIMEOUT, max_retries=1, temp_video_dir=str(videos))
-    return VLMRewardClient(RewardModelConfig(**{**cfg, **changes}))
+    return RewardClient(RewardModelConfig(**{**cfg, **changes}))
 
 
 @pytest.fixture(params=WIRE_FAULTS, ids=[f[0] for f in WIRE_FAULTS])
@@ -98,7 +98,7 @@ def _fixed_server(tmp_path: Path, port: int, generate_seconds: float) -> ServerP
 
 
 def _score_while_killing(
-    client: VLMRewardClient, server: ServerProcess, episodes: list[Episode]
+    client: RewardClient, server: ServerProcess, episodes: list[Episode]
 ) -> list[ScoreResult]:
     """Start scoring, kill -9 the server while the requests wait in its backend, return the outcome."""
     with ThreadPoolExecutor(1) as pool:

@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from rlinf.envs.libero.vlm_reward_client import RewardRequestError
 from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
+from vlm_reward.client.scoring import RewardRequestError
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 

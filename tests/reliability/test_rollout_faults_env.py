@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from rlinf.envs.libero.vlm_reward_client import RewardRequestError
 from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support import raw_server
 from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
+from vlm_reward.client.scoring import RewardRequestError
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 

@@ -20,10 +20,10 @@ import psutil
 import pytest
 import requests
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient
 from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +107,7 @@ def test_slow_backend_under_load_times_out_cleanly_and_the_server_recovers(
         send_video_inline=True,
         temp_video_dir=str(tmp_path),
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     episodes = [Episode(f"task {i}", list(moving_square_frames(4)), i % 2 == 0) for i in range(EPISODES)]
     results = client.score_many(episodes)
     client.close()

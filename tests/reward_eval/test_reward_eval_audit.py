@@ -19,13 +19,13 @@ import pytest
 
 from reward_eval.commands import audit as audit_cmd
 from reward_eval.commands import report as report_cmd
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
 from tests.reward_eval.conftest import run_reward_eval
 from tests.reward_eval.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
 from tests.support.browser import HeadlessChromium, broken_links
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import ScoreResult
 from vlm_reward.video_io import encode_mp4
 
 JUDGE = ["--plugin", "tests.support.frame_backends", "--backend", "square_position", "--model", "none"]

@@ -379,9 +379,9 @@ def test_wrong_container_types_raise_type_error(records: Any, error: type[Except
 
 def test_load_episodes_reads_the_env_episode_log(tmp_path: Path) -> None:
     """Round trip through the env's own writer and record, so the reader follows the real format."""
-    from rlinf.envs.libero.reward_model_config import RewardModelConfig
-    from rlinf.envs.libero.vlm_reward_client import ScoreResult
+    from vlm_reward.client.config import RewardModelConfig
     from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
+    from vlm_reward.client.scoring import ScoreResult
 
     cfg = RewardModelConfig(enable=True, success_threshold=0.6)
     log = EpisodeLogWriter(str(tmp_path / "vlm_episodes_train_rank0.jsonl"))

@@ -21,10 +21,10 @@ import pytest
 from reward_eval.analysis.progress import CONSTANT, UNREADABLE
 from reward_eval.commands import report as report_cmd
 from reward_eval.commands import rescore
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import ScoreResult
 from tests.conftest import moving_square_frames
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import ScoreResult
 from vlm_reward.video_io import encode_mp4
 
 # task text -> {frame count of the video the server decoded: score}. K = 4 cuts a video of

@@ -4,7 +4,7 @@
   run: the same answers come back (greedy decoding), so the same scores.
 - Another threshold: a ``fixed_score`` server (known answer) on a source run built with the
   env's own record writer and real MP4s, so ``vlm_success`` is known for each threshold.
-- ``VLMRewardClient.score_video``, the client call the command uses.
+- ``RewardClient.score_video``, the client call the command uses.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from reward_eval.commands import rescore
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import ScoreResult, VLMRewardClient
 from tests.reward_eval.conftest import EvalRun
 from tests.support.server import ServerProcess, free_port
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.scoring import RewardClient, ScoreResult
 
 ANSWER = 0.7  # what the fixed_score server answers in these tests
 
@@ -164,7 +164,7 @@ def test_a_source_without_videos_or_log_is_an_argparse_error(
 
 def test_score_video_falls_back_and_keeps_the_file(sample_mp4: str, tmp_path: Path) -> None:
     cfg = RewardModelConfig(endpoint=f"http://127.0.0.1:{free_port()}/score", max_retries=0)
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     try:
         result = client.score_video("a task", sample_mp4, 16, native_success=True)
     finally:

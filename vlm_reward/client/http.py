@@ -3,7 +3,7 @@
 :class:`RewardRequestError` groups failures by ``kind`` (the server's error type, e.g.
 ``parse_error``, or ``connection``, ``timeout``, ``malformed_response``, ``invalid_score``);
 :func:`fails_over` and :func:`worth_retrying` say which of them another replica, or another
-attempt, may not share. The client (:mod:`rlinf.envs.libero.vlm_reward_client`) decides
+attempt, may not share. The client (:mod:`vlm_reward.client.scoring`) decides
 what to do with them.
 """
 

@@ -1,4 +1,4 @@
-"""Client side of the VLM reward: episode frames -> MP4 -> ``POST /score`` -> score in [0, 1].
+"""The reward client: episode frames (or an MP4) -> ``POST /score`` -> score in [0, 1].
 
 What a call does, in order:
 
@@ -18,7 +18,7 @@ scores a batch and waits. ``score_video`` sends step 3's request for an MP4 that
 exists and never removes it (re-scoring a run's kept videos with another judge).
 
 With several endpoints (``reward_model.endpoint`` a list) each call goes to the replica
-the :class:`~rlinf.envs.libero.replicas.ReplicaPool` picks (fewest in flight). A replica
+the :class:`~vlm_reward.client.replicas.ReplicaPool` picks (fewest in flight). A replica
 that refuses the connection, times out or answers a retryable status
 (:data:`vlm_reward.protocol.RETRYABLE_STATUSES`) cools down for ``replica_cooldown_s`` and
 the call fails over to the next replica at once; any other failure is the request's own
@@ -58,9 +58,9 @@ import numpy as np
 import requests
 from pydantic import ValidationError
 
-from rlinf.envs.libero.replicas import ReplicaPool
-from rlinf.envs.libero.reward_http import RewardRequestError, fails_over, post_score, worth_retrying
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.http import RewardRequestError, fails_over, post_score, worth_retrying
+from vlm_reward.client.replicas import ReplicaPool
 from vlm_reward.protocol import ScoreRequest, ScoreResponse
 from vlm_reward.video_io import encode_mp4
 
@@ -114,7 +114,7 @@ def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
     return np.round(np.linspace(0, num_frames - 1, nframes)).astype(np.int64)
 
 
-class VLMRewardClient:
+class RewardClient:
     """Scores finished episodes against a reward server; thread-safe, one pooled session."""
 
     def __init__(self, cfg: RewardModelConfig) -> None:
@@ -258,7 +258,7 @@ class VLMRewardClient:
     def _post_round(self, payload: dict[str, Any], failovers: int) -> tuple[ScoreResponse, str, int]:
         """Try each replica once, in the pool's order, until one answers.
 
-        A failure another replica may not share (``reward_http.fails_over``) cools its
+        A failure another replica may not share (:func:`vlm_reward.client.http.fails_over`) cools its
         replica down and moves on; any other failure is raised at once. Raises
         :class:`_RoundFailed` when every replica has failed.
         """

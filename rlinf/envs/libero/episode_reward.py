@@ -58,7 +58,7 @@ VLM_METRIC_KEYS = (
 
 
 class Judgement(Protocol):
-    """What a scoring call returns (``VLMRewardClient``'s ``ScoreResult`` is one)."""
+    """What a scoring call returns (``RewardClient``'s ``ScoreResult`` is one)."""
 
     score: float
     fallback: bool

@@ -2,7 +2,7 @@
 
 This module is the wiring only: hooks into RLinf's ``LiberoEnv`` that feed the pure
 episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the scoring client
-(:mod:`rlinf.envs.libero.vlm_reward_client`) and the JSONL episode log
+(:mod:`vlm_reward.client.scoring`) and the JSONL episode log
 (:mod:`rlinf.envs.libero.episode_log`, lines :class:`vlm_reward.client.episode_record.EpisodeRecord`).
 """
 
@@ -17,9 +17,10 @@ import torch
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
 from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Scored, Shaping
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, VLMRewardClient
+from rlinf.envs.libero.vlm_reward_client import reward_client, submit_ended
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
+from vlm_reward.client.scoring import RewardClient
 
 _upstream = load_installed_module(__name__)
 
@@ -78,13 +79,13 @@ class LiberoEnv(_upstream.LiberoEnv):
     def __init__(self, cfg: Any, num_envs: int, seed_offset: int, total_num_processes: int, worker_info: Any):
         self._reward_model = RewardModelConfig.from_mapping(cfg.get("reward_model", None))
         self._rewards: EpisodeRewards | None = None
-        self._client: VLMRewardClient | None = None
+        self._client: RewardClient | None = None
         self._log: EpisodeLogWriter | None = None
         self._worker_rank = worker_rank(worker_info)  # checked before RLinf starts the env processes
         self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
         if self._reward_model.enable:
-            self._client = VLMRewardClient(self._reward_model)
+            self._client = reward_client(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
             self._rewards = EpisodeRewards(num_envs, self._reward_model)
 
@@ -101,7 +102,7 @@ class LiberoEnv(_upstream.LiberoEnv):
         return self._rewards
 
     @property
-    def reward_client(self) -> VLMRewardClient | None:
+    def reward_client(self) -> RewardClient | None:
         """The scoring client in use; None when disabled."""
         return self._client
 
@@ -124,7 +125,7 @@ class LiberoEnv(_upstream.LiberoEnv):
             )
         if self._rewards is not None:
             self._rewards.reconfigure(new)  # raises unless between episodes, before anything changes
-            old_client, self._client = self._client, VLMRewardClient(new)
+            old_client, self._client = self._client, reward_client(new)
             old_client.close()
             if new.episode_log_dir != self._reward_model.episode_log_dir:
                 if self._log is not None:
@@ -249,8 +250,8 @@ class LiberoEnv(_upstream.LiberoEnv):
 
     def _submit(self, ended: Ended) -> None:
         """Start scoring an episode that just ended; the core waits for it at collection."""
-        episode = Episode(self.task_descriptions[ended.env], ended.frames, ended.native_success)
-        self._rewards.submitted(ended.env, self._client.submit(episode))
+        future = submit_ended(self._client, ended, self.task_descriptions[ended.env])
+        self._rewards.submitted(ended.env, future)
 
     def _collect(self, infos: dict) -> None:
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""

@@ -1,4 +1,4 @@
-"""VLMRewardClient with several reward-server replicas: which one answers, failover, all down.
+"""RewardClient with several reward-server replicas: which one answers, failover, all down.
 
 Canned in-process servers stand in for replicas here (milliseconds per test); real server
 processes killed in the middle of a LIBERO rollout are in
@@ -13,11 +13,11 @@ from concurrent.futures import wait
 
 import pytest
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, RewardRequestError, VLMRewardClient
 from tests.conftest import moving_square_frames
 from tests.support.canned_server import CannedServer
 from tests.support.server import free_port
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
 
 REPLY = json.dumps(
     {"score": 0.6, "raw_value": 0.6, "answer": "0.6", "think": None}
@@ -41,10 +41,10 @@ def servers() -> Iterator[list[CannedServer]]:
         server.close()
 
 
-def _client(endpoints: list[str], tmp_path, **changes: object) -> VLMRewardClient:
+def _client(endpoints: list[str], tmp_path, **changes: object) -> RewardClient:
     """A client of ``endpoints``; no retry rounds unless ``changes`` asks (failover is not a retry)."""
     settings = {"timeout": 1.0, "max_retries": 0, "temp_video_dir": str(tmp_path), **changes}
-    return VLMRewardClient(RewardModelConfig(enable=True, endpoint=endpoints, **settings))
+    return RewardClient(RewardModelConfig(enable=True, endpoint=endpoints, **settings))
 
 
 def test_an_idle_pool_spreads_episodes_over_the_replicas(servers, tmp_path) -> None:

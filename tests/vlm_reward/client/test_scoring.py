@@ -1,26 +1,28 @@
-"""VLMRewardClient against a real reward server, and against canned faulty servers."""
+"""RewardClient against a real reward server, and against canned faulty servers."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import (
-    Episode,
-    RewardRequestError,
-    VLMRewardClient,
-    sample_frame_indices,
-)
 from tests.conftest import moving_square_frames
 from tests.support.canned_server import CannedServer
-from tests.support.server import ServerProcess, free_port
+from tests.support.server import REPO, ServerProcess, free_port
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import (
+    Episode,
+    RewardClient,
+    RewardRequestError,
+    sample_frame_indices,
+)
 
 SAMPLING = [
     (1, [0]),
@@ -80,7 +82,7 @@ def _cfg(server: ServerProcess, tmp_path: Path, **changes: object) -> RewardMode
 def test_scores_an_episode_and_removes_the_video(server, tmp_path: Path, inline: bool) -> None:
     proc, calls = server
     before = len(_calls(calls))
-    client = VLMRewardClient(_cfg(proc, tmp_path, send_video_inline=inline, nframes=8))
+    client = RewardClient(_cfg(proc, tmp_path, send_video_inline=inline, nframes=8))
     result = client.score(_episode(n=30))
     client.close()
     assert (result.score, result.fallback, result.num_frames_sent) == (0.7, False, 8)
@@ -90,10 +92,47 @@ def test_scores_an_episode_and_removes_the_video(server, tmp_path: Path, inline:
     assert list(tmp_path.iterdir()) == []
 
 
+# Runs in a fresh interpreter where any import of rlinf fails, as on a machine with only
+# vlm_reward installed: the client, its config and its video encoding must not need it.
+WITHOUT_RLINF = """
+import json, sys
+class NoRlinf:
+    def find_spec(self, name, path=None, target=None):
+        if name == "rlinf" or name.startswith("rlinf."):
+            raise ImportError("rlinf is not installed here")
+sys.meta_path.insert(0, NoRlinf())
+import numpy as np
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient
+endpoint, video_dir = sys.argv[1:]
+cfg = RewardModelConfig(
+    enable=True, endpoint=endpoint, backend="recording", temp_video_dir=video_dir, nframes=8
+)
+client = RewardClient(cfg)
+frames = [np.full((64, 64, 3), 8 * i, np.uint8) for i in range(30)]
+result = client.score(Episode("put the bowl on the plate", frames, False))
+client.close()
+print(json.dumps({"score": result.score, "fallback": result.fallback, "sent": result.num_frames_sent,
+                  "rlinf_loaded": any(m.split(".")[0] == "rlinf" for m in sys.modules)}))
+"""
+
+
+@pytest.mark.slow
+def test_the_client_scores_a_video_with_rlinf_unimportable(server, tmp_path: Path) -> None:
+    proc, calls = server
+    before = len(_calls(calls))
+    args = [sys.executable, "-c", WITHOUT_RLINF, proc.endpoint, str(tmp_path)]
+    done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result == {"score": 0.7, "fallback": False, "sent": 8, "rlinf_loaded": False}
+    assert [call["frames"] for call in _calls(calls)[before:]] == [8]
+
+
 @pytest.mark.slow
 def test_keep_temp_video_keeps_a_readable_file(server, tmp_path: Path) -> None:
     proc, _ = server
-    client = VLMRewardClient(_cfg(proc, tmp_path, keep_temp_video=True))
+    client = RewardClient(_cfg(proc, tmp_path, keep_temp_video=True))
     result = client.score(_episode(n=5))
     client.close()
     assert result.video_path is not None and Path(result.video_path).parent == tmp_path
@@ -106,7 +145,7 @@ def test_keep_temp_video_keeps_a_readable_file(server, tmp_path: Path) -> None:
 def test_score_many_overlaps_requests_on_the_server(server, tmp_path: Path) -> None:
     proc, calls = server
     before = len(_calls(calls))
-    client = VLMRewardClient(_cfg(proc, tmp_path))
+    client = RewardClient(_cfg(proc, tmp_path))
     episodes = [_episode(task=f"task {i}") for i in range(6)]
     results = client.score_many(episodes)
     client.close()
@@ -147,7 +186,7 @@ def fault(request: pytest.FixtureRequest) -> Iterator[tuple[CannedServer, str, s
 def test_fault_falls_back_to_native_success_with_a_warning(fault, native: bool, tmp_path, caplog) -> None:
     canned, kind, message = fault
     cfg = RewardModelConfig(enable=True, endpoint=canned.endpoint, timeout=1.0, temp_video_dir=str(tmp_path))
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     with caplog.at_level(logging.WARNING):
         results = [client.score(_episode(n=4, native=native)) for _ in range(2)]
     client.close()
@@ -168,7 +207,7 @@ def test_fault_raises_with_endpoint_status_and_message_when_strict(fault, tmp_pa
         fail_on_request_error=True,
         temp_video_dir=str(tmp_path),
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     with pytest.raises(RewardRequestError) as info:
         client.score(_episode(n=4))
     client.close()
@@ -183,7 +222,7 @@ def test_explicit_fallback_score_is_used(tmp_path) -> None:
     cfg = RewardModelConfig(
         enable=True, endpoint=canned.endpoint, fallback_score=0.25, temp_video_dir=str(tmp_path)
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     result = client.score(_episode(native=True))
     client.close()
     canned.close()
@@ -200,7 +239,7 @@ def test_only_transient_errors_are_retried(status: int, attempts: int, tmp_path)
     cfg = RewardModelConfig(
         enable=True, endpoint=canned.endpoint, max_retries=2, temp_video_dir=str(tmp_path)
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     client.score(_episode(n=3))
     client.close()
     canned.close()
@@ -214,7 +253,7 @@ def test_server_down_is_a_connection_fallback(tmp_path) -> None:
         max_retries=0,
         temp_video_dir=str(tmp_path),
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     result = client.score(_episode(n=3, native=True))
     client.close()
     assert (result.fallback, result.error_kind, result.score) == (True, "connection", 1.0)
@@ -228,7 +267,7 @@ def test_submit_returns_at_once_with_the_request_in_flight(tmp_path) -> None:
     reply = {"score": 0.6, "raw_value": 0.6, "answer": "0.6", "think": None}
     reply |= {"backend": "canned", "model": "m", "latency_s": 1.0}  # a complete ScoreResponse
     canned = CannedServer(200, json.dumps(reply).encode(), delay=1.0)
-    client = VLMRewardClient(
+    client = RewardClient(
         RewardModelConfig(enable=True, endpoint=canned.endpoint, temp_video_dir=str(tmp_path))
     )
     try:
@@ -253,7 +292,7 @@ def test_submit_futures_keep_the_failure_semantics(strict: bool, tmp_path) -> No
     cfg = RewardModelConfig(
         enable=True, endpoint=canned.endpoint, fail_on_request_error=strict, temp_video_dir=str(tmp_path)
     )
-    client = VLMRewardClient(cfg)
+    client = RewardClient(cfg)
     future = client.submit(_episode(n=3, native=True))
     try:
         if strict:

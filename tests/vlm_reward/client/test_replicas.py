@@ -1,4 +1,4 @@
-"""Unit tests for rlinf.envs.libero.replicas.ReplicaPool: the choice of replica, cool-downs, counts."""
+"""Unit tests for vlm_reward.client.replicas.ReplicaPool: the choice of replica, cool-downs, counts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from rlinf.envs.libero.replicas import ReplicaPool
+from vlm_reward.client.replicas import ReplicaPool
 
 A, B, C = "http://a/score", "http://b/score", "http://c/score"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
 from tests.envs.conftest import ENV_CONFIG_DIR
+from vlm_reward.client.config import RewardModelConfig
 
 DESIGN_DEFAULTS = {
     "enable": False,

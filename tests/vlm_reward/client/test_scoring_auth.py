@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from rlinf.envs.libero.reward_model_config import RewardModelConfig
-from rlinf.envs.libero.vlm_reward_client import Episode, RewardRequestError, VLMRewardClient
 from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
 from vlm_reward.auth import API_KEY_ENV
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
 
 pytestmark = pytest.mark.slow  # a real server process
 
@@ -48,7 +48,7 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
     server.stop()
 
 
-def _client(keyed: Keyed, **changes: object) -> VLMRewardClient:
+def _client(keyed: Keyed, **changes: object) -> RewardClient:
     settings = {
         "enable": True,
         "endpoint": keyed.server.endpoint,
@@ -59,7 +59,7 @@ def _client(keyed: Keyed, **changes: object) -> VLMRewardClient:
         "backend": None,
         **changes,
     }
-    return VLMRewardClient(RewardModelConfig(**settings))
+    return RewardClient(RewardModelConfig(**settings))
 
 
 def _episode() -> Episode:
