@@ -41,7 +41,7 @@ from benchmarks.harness import (
     ratios,
     synthetic_frames,
 )
-from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
 from vlm_reward.video_io import encode_mp4
 
 NORMAL = {"task_text": "put the bowl on the plate", "video_path": "episode.mp4", "nframes": 16}

@@ -38,7 +38,7 @@ from benchmarks.harness import (
 )
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
-from vlm_reward.server_process import free_port
+from vlm_reward.tools.server_process import free_port
 
 FRAMES, SIZE = 8, 128
 

@@ -1,7 +1,7 @@
 """Benchmark 4: dynamic batching on a real model: ``qwen2_5_vl_hf`` on the tiny checkpoint.
 
 Two servers on the same tiny random-weight Qwen2.5-VL (built offline by
-``vlm_reward.tiny_checkpoint``), on the CPU: one with ``--max-batch-size 32`` (dynamic
+``vlm_reward.tools.tiny_checkpoint``), on the CPU: one with ``--max-batch-size 32`` (dynamic
 batching, default 20 ms window), one with ``--max-batch-size 1``. Per repetition, side
 by side: 32 concurrent ``/score`` requests (a 16-frame 256x256 MP4 by path) to each, for
 two request profiles:
@@ -44,7 +44,7 @@ from benchmarks.harness import (
     timed,
     verdict,
 )
-from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
 from vlm_reward.video_io import encode_mp4
 
 TARGET = 2.0

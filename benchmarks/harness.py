@@ -5,7 +5,7 @@ compare numbers taken at different times: :func:`interleave` runs the contenders
 alternation within one run (rotating which goes first), and ratios are taken per
 repetition, pair by pair, before the median. Tables show the median and the min/max.
 
-The reward server is :class:`vlm_reward.server_process.RewardServerProcess`, as in the job
+The reward server is :class:`vlm_reward.tools.server_process.RewardServerProcess`, as in the job
 and the tests, reporting failures with ``RuntimeError`` instead of ``pytest.fail``: a
 benchmark is a plain script.
 """
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from vlm_reward.server_process import RewardServerProcess, ServerStartError
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
@@ -168,7 +168,7 @@ def header(title: str) -> None:
 class RewardServer(RewardServerProcess):
     """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process.
 
-    A thin adapter over :class:`vlm_reward.server_process.RewardServerProcess` (the launcher
+    A thin adapter over :class:`vlm_reward.tools.server_process.RewardServerProcess` (the launcher
     of the evaluation job and the tests): the server logs at ``warning`` level, ``plugins``
     default to the test backends of ``tests.support.fake_backends``, ``repo`` is the
     checkout whose server runs (another one measures an older version side by side), and a

@@ -9,7 +9,7 @@ import pytest
 @pytest.fixture(scope="session")
 def tiny_qwen_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random-weight Qwen2.5-VL with a real processor, built offline once per session."""
-    from vlm_reward.tiny_checkpoint import build_tiny_qwen2_5_vl
+    from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
 
     path = tmp_path_factory.mktemp("tiny-qwen2.5-vl")
     build_tiny_qwen2_5_vl(path)
@@ -19,8 +19,8 @@ def tiny_qwen_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def tiny_qwen3_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random-weight Qwen3-VL with a real processor, built offline once per session."""
-    from vlm_reward.model_family import QWEN3_VL
-    from vlm_reward.tiny_checkpoint import build_tiny_checkpoint
+    from vlm_reward.judging.model_family import QWEN3_VL
+    from vlm_reward.tools.tiny_checkpoint import build_tiny_checkpoint
 
     path = tmp_path_factory.mktemp("tiny-qwen3-vl")
     build_tiny_checkpoint(path, QWEN3_VL.model_type)

@@ -23,7 +23,7 @@ status  type                    when
 413     payload_too_large       inline video over ``--max-video-mb`` or request body too big
 422     validation_error        the request does not match the schema (types, ranges, fields)
 422     limit_exceeded          a field is above one of the server's ``--max-*`` caps
-                                (:mod:`vlm_reward.limits`); the message names the cap's flag
+                                (:mod:`vlm_reward.server.limits`); the message names the cap's flag
 499     client_disconnected     the client closed the connection before its score was ready;
                                 its job was dropped, or stopped if it was already generating
                                 (only the server log sees this)
@@ -57,7 +57,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vlm_reward.probability import NoAnswerMassError
+from vlm_reward.judging.probability import NoAnswerMassError
 from vlm_reward.protocol import ERROR_STATUS
 
 # Long messages (a model answer, a backend error) are cut so a runaway answer cannot turn
@@ -114,7 +114,7 @@ class PayloadTooLargeError(RewardServerError):
 
 
 class LimitExceededError(RewardServerError):
-    """A request field is above one of the server's caps (see :mod:`vlm_reward.limits`)."""
+    """A request field is above one of the server's caps (see :mod:`vlm_reward.server.limits`)."""
 
     error_type = "limit_exceeded"
 

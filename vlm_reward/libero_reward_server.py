@@ -2,14 +2,14 @@
 
 ``python -m vlm_reward.libero_reward_server --help`` runs it. The server is split by role:
 
-- :mod:`vlm_reward.cli` - the command line and the uvicorn server (``main``);
-- :mod:`vlm_reward.app` - the FastAPI app factory, routes and the one exception handler;
-- :mod:`vlm_reward.middleware` - the request log and the body-size limit (plain ASGI);
-- :mod:`vlm_reward.service` - the logic of one request: caps, video, runner, answer;
-- :mod:`vlm_reward.backend_slot` - one hosted backend: load state, runner, per-request checks;
-- :mod:`vlm_reward.server_config` and :mod:`vlm_reward.limits` - the start-up settings and
+- :mod:`vlm_reward.server.cli` - the command line and the uvicorn server (``main``);
+- :mod:`vlm_reward.server.app` - the FastAPI app factory, routes and the one exception handler;
+- :mod:`vlm_reward.server.middleware` - the request log and the body-size limit (plain ASGI);
+- :mod:`vlm_reward.server.service` - the logic of one request: caps, video, runner, answer;
+- :mod:`vlm_reward.server.backend_slot` - one hosted backend: load state, runner, per-request checks;
+- :mod:`vlm_reward.server.config` and :mod:`vlm_reward.server.limits` - the start-up settings and
   what one request may cost (the ``--max-*`` flags);
-- :mod:`vlm_reward.batching` and :mod:`vlm_reward.continuous` - how jobs reach a backend;
+- :mod:`vlm_reward.server.batching` and :mod:`vlm_reward.server.continuous` - how jobs reach a backend;
 - :mod:`vlm_reward.protocol` and :mod:`vlm_reward.errors` - the wire protocol and the exceptions.
 
 This module is the stable entry point and re-exports the two names callers use.
@@ -17,8 +17,8 @@ This module is the stable entry point and re-exports the two names callers use.
 
 from __future__ import annotations
 
-from vlm_reward.app import create_app
-from vlm_reward.cli import main
+from vlm_reward.server.app import create_app
+from vlm_reward.server.cli import main
 
 __all__ = ["create_app", "main"]
 

@@ -12,7 +12,7 @@ The models are strict: a wrong JSON type (``"16"`` for ``nframes``, ``123`` for
 ``task_text``) and unknown fields are rejected with 422 instead of being coerced or ignored,
 because a silently ignored misspelled field (``nframe``) would score with a default the
 caller never chose. What a request may cost (frames, pixels, text length, tokens) is capped
-by each server's ``--max-*`` flags (:mod:`vlm_reward.limits`); the bounds here hold for every
+by each server's ``--max-*`` flags (:mod:`vlm_reward.server.limits`); the bounds here hold for every
 server. Only pydantic is imported, so the env's client needs nothing of the server's stack.
 """
 
@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ScoreMode = Literal["auto", "percentage", "unit", "rubric", "probability"]
 # How a backend's answer becomes a score: the text modes read a number or a verdict word out
-# of the answer (vlm_reward.parsing; "rubric" reads "ANSWER: n", n in 1..5, as (n - 1) / 4);
+# of the answer (vlm_reward.judging.parsing; "rubric" reads "ANSWER: n", n in 1..5, as (n - 1) / 4);
 # "probability" never reads text, the score is the expected value of the preset's answer
-# scale at the first answer position, P(yes) / (P(yes) + P(no)) for yes/no (vlm_reward.probability).
+# scale at the first answer position, P(yes) / (P(yes) + P(no)) for yes/no (vlm_reward.judging.probability).
 SCORE_MODES: tuple[str, ...] = typing.get_args(ScoreMode)
 TEXT_SCORE_MODES: tuple[str, ...] = tuple(mode for mode in SCORE_MODES if mode != "probability")
 

@@ -30,7 +30,7 @@ import numpy as np
 import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from vlm_reward.server_process import health_url, route_url
+from vlm_reward.tools.server_process import health_url, route_url
 
 
 class SetupError(RuntimeError):

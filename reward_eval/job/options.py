@@ -3,7 +3,7 @@
 The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a server that
 is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
 stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
-vLLM, see :mod:`vlm_reward.runtime`).
+vLLM, see :mod:`vlm_reward.tools.runtime`).
 With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
 ``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
 ``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from vlm_reward.backends import canonical_name
-from vlm_reward.model_family import FAMILIES, QWEN2_5_VL
+from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
 from vlm_reward.protocol import SCORE_MODES
-from vlm_reward.runtime import server_python
-from vlm_reward.tiny_families import TINY_FAMILIES
+from vlm_reward.tools.runtime import server_python
+from vlm_reward.tools.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
 TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
@@ -200,7 +200,7 @@ def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, 
         return None, False  # the server's own model; we cannot know it
     if args.model is not None:
         return args.model, False
-    from vlm_reward.tiny_checkpoint import build_tiny_checkpoint
+    from vlm_reward.tools.tiny_checkpoint import build_tiny_checkpoint
 
     family = FAMILIES[args.tiny_family or QWEN2_5_VL.model_type]
     path = build_tiny_checkpoint(run_dir / f"tiny-{family.name.lower()}", family.model_type)

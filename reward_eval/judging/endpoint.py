@@ -3,13 +3,13 @@
 With ``--endpoint`` the server must already answer ``GET /health`` with 200; otherwise
 :class:`EndpointUnavailableError` names the URL. With ``--backend/--model`` the command
 starts ``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 and a free port
-(:class:`vlm_reward.server_process.RewardServerProcess`), on the interpreter
-:func:`vlm_reward.runtime.server_python` picks (this one, or for a vLLM backend the vLLM
+(:class:`vlm_reward.tools.server_process.RewardServerProcess`), on the interpreter
+:func:`vlm_reward.tools.runtime.server_python` picks (this one, or for a vLLM backend the vLLM
 venv's when this one has no vLLM). It waits for ``/health`` 200 (the backend has loaded),
 yields the endpoint, and stops the server on the way out, also when the body raised, so no
 server outlives the command. The server's output goes to a log file in the run dir, which
 error messages point to; a server that does not come up is
-:class:`vlm_reward.server_process.ServerStartError`.
+:class:`vlm_reward.tools.server_process.ServerStartError`.
 
 Both errors are the user's to fix, not bugs: :data:`JUDGE_ERRORS` end a command with
 their one-line message and status 1 (:func:`..job.run_dir.run_command`).
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import requests
 
-from vlm_reward.runtime import server_python
-from vlm_reward.server_process import RewardServerProcess, ServerStartError, backend_args, health_url
+from vlm_reward.tools.runtime import server_python
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, backend_args, health_url
 
 
 class EndpointUnavailableError(RuntimeError):

@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from examples.embodiment.dry_run import SetupError, check_within_server_limits
-from vlm_reward.limits import RequestLimits
+from vlm_reward.server.limits import RequestLimits
 
 SERVER = {"status": "ok", "limits": RequestLimits(max_nframes=16, max_video_pixels=16 * 200704).as_dict()}
 

@@ -30,7 +30,7 @@ from reward_eval.policies import make_policy
 from reward_eval.report.plots import read_video_frames
 from tests.reward_eval.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
 from tests.support.server import ServerProcess
-from vlm_reward.server_process import ServerStartError, free_port
+from vlm_reward.tools.server_process import ServerStartError, free_port
 
 # ---------------------------------------------------------------------------- the rollout loop
 

@@ -18,7 +18,7 @@ import requests
 from reward_eval.job import options
 from reward_eval.judging import endpoint as judge
 from tests.support.server import ServerProcess
-from vlm_reward.server_process import RewardServerProcess, ServerStartError, free_port, health_url
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, free_port, health_url
 
 pytestmark = pytest.mark.slow  # each test starts a server process (a few seconds)
 

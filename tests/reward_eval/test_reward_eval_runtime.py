@@ -1,4 +1,4 @@
-"""The evaluation job asks ``vlm_reward.runtime`` which interpreter runs its local server.
+"""The evaluation job asks ``vlm_reward.tools.runtime`` which interpreter runs its local server.
 
 vLLM backends run on the vLLM venv when this interpreter has no vLLM, every Qwen2.5-VL
 backend defaults to the tiny checkpoint, and a vLLM backend with no vLLM anywhere is an
@@ -16,8 +16,8 @@ import pytest
 from reward_eval.job import options
 from reward_eval.judging import endpoint as judge
 from tests.support.vllm_venv import fake_venv
-from vlm_reward import runtime
-from vlm_reward.server_process import ServerStartError
+from vlm_reward.tools import runtime
+from vlm_reward.tools.server_process import ServerStartError
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The reward server as a real child process on 127.0.0.1, for end-to-end tests.
 
-A thin adapter over :class:`vlm_reward.server_process.RewardServerProcess` (the launcher the
+A thin adapter over :class:`vlm_reward.tools.server_process.RewardServerProcess` (the launcher the
 evaluation job and the benchmarks use too): same process, log and health polling, but the
 test backends are loaded by default and a server that does not get where a test waits for
 it fails the test (``pytest.fail``, with its log) instead of raising.
@@ -15,7 +15,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from vlm_reward.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
+from vlm_reward.tools.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
 
 __all__ = ["REPO", "ServerProcess", "free_port"]
 

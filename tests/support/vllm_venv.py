@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from tests.support.server import REPO
-from vlm_reward.runtime import server_env, vllm_venv
-from vlm_reward.server_process import RewardServerProcess, ServerStartError, backend_args
+from vlm_reward.tools.runtime import server_env, vllm_venv
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, backend_args
 
 # Engine start is 20-40 s on a quiet machine, and over 100 s with cold caches and a busy CPU.
 ENGINE_START_TIMEOUT_S = 420.0
@@ -54,7 +54,7 @@ def repo_env(python: str, **extra: str) -> dict[str, str]:
 class VllmServer(RewardServerProcess):
     """``python -m vlm_reward.libero_reward_server`` on the vLLM venv, its log in a file.
 
-    A thin adapter over :class:`vlm_reward.server_process.RewardServerProcess`: started in
+    A thin adapter over :class:`vlm_reward.tools.server_process.RewardServerProcess`: started in
     ``__init__`` without waiting, so a test module can start several engines at once and
     then :meth:`wait_ready` for each; a server that never gets ready fails the test.
     """

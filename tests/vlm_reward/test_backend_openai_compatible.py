@@ -25,7 +25,7 @@ from vlm_reward.backends.openai_compatible import (
     expected_prompt_tokens,
 )
 from vlm_reward.backends.qwen_vision import VisionInputs
-from vlm_reward.probability import AnswerTokens
+from vlm_reward.judging.probability import AnswerTokens
 from vlm_reward.video_io import probe_video
 
 

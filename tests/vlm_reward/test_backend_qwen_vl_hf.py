@@ -18,8 +18,8 @@ from vlm_reward.backends import JobCancelledError, ProbabilityAnswer, ScoreJob, 
 from vlm_reward.backends.hf_generation import INSTALL_HINT, GenerationSettings, generation_settings
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.backends.qwen_vl_hf import QwenHFBackend, processor_inputs, render_prompt
-from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
-from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
+from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.judging.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT, PromptSpec
 
 TASK = "put the bowl on the plate"
 FIXTURE_FRAMES = 16  # the sample_mp4 fixture: 16 frames at 4 fps

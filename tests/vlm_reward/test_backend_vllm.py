@@ -33,9 +33,9 @@ from vlm_reward.backends.vllm_settings import (
     engine_kwargs,
     sampling_params_kwargs,
 )
-from vlm_reward.model_family import QWEN2_5_VL
-from vlm_reward.probability import AnswerTokens
-from vlm_reward.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT
+from vlm_reward.judging.model_family import QWEN2_5_VL
+from vlm_reward.judging.probability import AnswerTokens
+from vlm_reward.judging.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = "put the bowl on the plate"

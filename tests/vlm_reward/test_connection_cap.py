@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from vlm_reward.connection_cap import ConnectionCap
+from vlm_reward.server.connection_cap import ConnectionCap
 
 
 async def _serve(cap: ConnectionCap) -> tuple[asyncio.AbstractServer, int]:

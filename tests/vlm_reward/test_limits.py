@@ -1,4 +1,4 @@
-"""Unit tests for vlm_reward.limits: which request is over which cap, and what the message says."""
+"""Unit tests for vlm_reward.server.limits: which request is over which cap, and what the message says."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from vlm_reward.errors import LimitExceededError
-from vlm_reward.limits import RequestLimits, flag_name
+from vlm_reward.server.limits import RequestLimits, flag_name
 
 LIMITS = RequestLimits(
     max_new_tokens=100,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from vlm_reward.model_family import (
+from vlm_reward.judging.model_family import (
     FAMILIES,
     QWEN2_5_VL,
     QWEN3_VL,

@@ -1,4 +1,4 @@
-"""Tests for vlm_reward.parsing: tag extraction, number reading per mode, whole outputs.
+"""Tests for vlm_reward.judging.parsing: tag extraction, number reading per mode, whole outputs.
 
 The tables are the specification in examples; the hypothesis tests check the promise the
 server relies on: whatever the model writes, the parser either returns a finite score in
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vlm_reward.parsing import (
+from vlm_reward.judging.parsing import (
     ParsedScore,
     ScoreParseError,
     extract_answer,

@@ -1,4 +1,4 @@
-"""Unit tests for vlm_reward.probability: spellings, token ids and the expected-score arithmetic
+"""Unit tests for vlm_reward.judging.probability: spellings, token ids and the expected-score arithmetic
 (yes/no: P(yes); the 1-5 rubric: the expected level mapped by (n - 1) / 4)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from vlm_reward.probability import (
+from vlm_reward.judging.probability import (
     RUBRIC_1_TO_5,
     YES_NO,
     AnswerScale,

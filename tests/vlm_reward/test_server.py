@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from tests.support.server import REPO, ServerProcess
-from vlm_reward.limits import RequestLimits
+from vlm_reward.server.limits import RequestLimits
 
 pytestmark = pytest.mark.slow
 

@@ -3,7 +3,7 @@
 A model path that does not exist (or has no config.json, or is of an unsupported family)
 stops the server before it listens (exit 2, argparse's error line); a backend that fails to
 load makes ``/health`` answer 503 ``backend_load_failed`` forever. The launchers
-(:class:`vlm_reward.server_process.RewardServerProcess`, which reward_eval, the test and
+(:class:`vlm_reward.tools.server_process.RewardServerProcess`, which reward_eval, the test and
 benchmark helpers use, and ``start_reward_server.sh``) report either as soon as it happens,
 with the server's sentence, instead of waiting out their health timeout.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.server import REPO, TEST_PLUGINS
-from vlm_reward.server_process import RewardServerProcess, ServerStartError, free_port
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, free_port
 
 pytestmark = pytest.mark.slow
 

@@ -11,8 +11,13 @@ from typing import Any
 
 import pytest
 
-from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
-from vlm_reward.tiny_checkpoint import SPECIAL_TOKENS, build_tiny_checkpoint, build_tiny_qwen2_5_vl, main
+from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.tools.tiny_checkpoint import (
+    SPECIAL_TOKENS,
+    build_tiny_checkpoint,
+    build_tiny_qwen2_5_vl,
+    main,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -282,7 +287,8 @@ def test_cli_without_out_dir_exits_with_usage() -> None:
 def test_importing_the_module_stays_light() -> None:
     """The server imports this package without torch/transformers; so must this module."""
     code = (
-        "import sys, vlm_reward.tiny_checkpoint; print(sorted({'torch', 'transformers'} & set(sys.modules)))"
+        "import sys, vlm_reward.tools.tiny_checkpoint; "
+        "print(sorted({'torch', 'transformers'} & set(sys.modules)))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60

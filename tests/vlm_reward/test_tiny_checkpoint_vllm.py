@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
-from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL
+from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL
 
 # Prints "<architecture> <runner type>" for each checkpoint path given.
 RESOLVE = """

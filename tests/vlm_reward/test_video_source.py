@@ -1,4 +1,4 @@
-"""Tests for vlm_reward.video_source: root confinement, size limits, decoding, temp cleanup."""
+"""Tests for vlm_reward.server.video_source: root confinement, size limits, decoding, temp cleanup."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from vlm_reward.errors import (
     VideoNotFoundError,
     VideoOutsideRootError,
 )
-from vlm_reward.limits import RequestLimits
+from vlm_reward.server.limits import RequestLimits
+from vlm_reward.server.video_source import VideoPolicy, prepare_video
 from vlm_reward.video_io import count_frames
-from vlm_reward.video_source import VideoPolicy, prepare_video
 
 MAX_MB = 0.25
 LIMITS = RequestLimits(max_video_mb=MAX_MB, max_video_frames=16)  # the fixture has exactly 16

@@ -52,8 +52,8 @@ from tests.support.vllm_venv import (
 )
 from vlm_reward.backends import ScoreJob
 from vlm_reward.backends.openai_compatible import VLLM_SERVE_MEDIA_IO_KWARGS
-from vlm_reward.runtime import vllm_venv
-from vlm_reward.server_process import free_port, stop_process
+from vlm_reward.tools.runtime import vllm_venv
+from vlm_reward.tools.server_process import free_port, stop_process
 
 # The clip is rendered by the LIBERO simulator, so every test here needs it.
 pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
@@ -260,7 +260,7 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
 
     from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs
     from vlm_reward.backends.qwen_vl_hf import QwenHFBackend, processor_inputs, render_prompt
-    from vlm_reward.model_family import checkpoint_family
+    from vlm_reward.judging.model_family import checkpoint_family
 
     spec, _ = QwenHFBackend(checkpoint, prompt=preset).job_settings(job)
     clip = job_clip(job)
@@ -419,8 +419,8 @@ def test_roboreward_preset_on_the_engine_reads_the_five_levels_as_transformers_d
     backends, and the expected level matches transformers' (bfloat16 vs float32: 2e-3)."""
     from transformers import AutoTokenizer
 
-    from vlm_reward.model_family import FAMILIES
-    from vlm_reward.prompts import ROBOREWARD_PROMPT
+    from vlm_reward.judging.model_family import FAMILIES
+    from vlm_reward.judging.prompts import ROBOREWARD_PROMPT
 
     checkpoint = request.getfixturevalue(
         "tiny_qwen3_checkpoint" if family == "qwen3_vl" else "tiny_qwen_checkpoint"

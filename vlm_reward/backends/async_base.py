@@ -106,12 +106,12 @@ class AsyncRewardBackend(RewardBackend):
         return results
 
     def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> Any:
-        """A :class:`~vlm_reward.continuous.ContinuousRunner`: every job goes to the engine at once.
+        """A :class:`~vlm_reward.server.continuous.ContinuousRunner`: every job goes to the engine at once.
 
         ``max_batch_size`` and ``max_wait_ms`` do not apply: the engine batches (vLLM's
         ``max_num_seqs`` bounds how many run together).
         """
-        from vlm_reward.continuous import ContinuousRunner
+        from vlm_reward.server.continuous import ContinuousRunner
 
         return ContinuousRunner(self.submit, name=name)
 

@@ -1,7 +1,7 @@
 """The backend contract and the registry that maps names to backends.
 
 A backend turns a batch of :class:`ScoreJob` into one raw model answer per job.
-Parsing that answer into a score is the server's job (``vlm_reward.parsing``), so every
+Parsing that answer into a score is the server's job (``vlm_reward.judging.parsing``), so every
 backend is scored the same way and a backend only has to know its model.
 
 Backends register themselves by name (plus aliases) with :func:`register_backend`; the
@@ -81,7 +81,7 @@ class ProbabilityAnswer:
     """An answer read from the model's distribution (``score_mode`` "probability"), not its text.
 
     ``probability`` is the expected score of the preset's answer scale at the first answer
-    position (:func:`vlm_reward.probability.expected_score`; yes/no: P(yes) / (P(yes) + P(no))),
+    position (:func:`vlm_reward.judging.probability.expected_score`; yes/no: P(yes) / (P(yes) + P(no))),
     ``answer`` the likeliest answer word.
     """
 
@@ -156,12 +156,12 @@ class RewardBackend(abc.ABC):
         return None
 
     def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> Any:
-        """How the server hands this backend its jobs: a :class:`~vlm_reward.batching.DynamicBatcher`.
+        """How the server hands this backend its jobs: a :class:`~vlm_reward.server.batching.DynamicBatcher`.
 
         Concurrent jobs share one :meth:`generate` call, never two at once; a job whose
         answer nobody waits for gets its ``cancelled`` event set.
         """
-        from vlm_reward.batching import DynamicBatcher
+        from vlm_reward.server.batching import DynamicBatcher
 
         return DynamicBatcher(
             self.generate,

@@ -1,7 +1,7 @@
 """The model family of a backend's checkpoint: checked at start-up, resolved at load.
 
 The Qwen backends (transformers, vLLM in-process, OpenAI-compatible) serve every family in
-:mod:`vlm_reward.model_family`; which one a checkpoint is decides its vision geometry and,
+:mod:`vlm_reward.judging.model_family`; which one a checkpoint is decides its vision geometry and,
 for transformers, its model class. This mixin gives them the two steps:
 
 - :meth:`FamilyCheckpoint.check_model`, called by the server right after constructing the
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vlm_reward.model_family import ModelFamily, checkpoint_family, hub_checkpoint_family
+from vlm_reward.judging.model_family import ModelFamily, checkpoint_family, hub_checkpoint_family
 
 
 class FamilyCheckpoint:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vlm_reward.backends.base import ScoreJob
-from vlm_reward.prompts import PROMPT_OVERRIDE_KEYS
+from vlm_reward.judging.prompts import PROMPT_OVERRIDE_KEYS
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]'"
 

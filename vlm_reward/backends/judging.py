@@ -1,6 +1,6 @@
 """Score mode "probability" for the Qwen-VL backends: from next-token log-probabilities to an answer.
 
-The arithmetic is :mod:`vlm_reward.probability`'s; this is what the Qwen backends share
+The arithmetic is :mod:`vlm_reward.judging.probability`'s; this is what the Qwen backends share
 around it: which tokens to read for each answer scale (found once per tokenizer at load),
 what to ask vLLM for, and the answer a backend returns.
 """
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vlm_reward.backends.base import ProbabilityAnswer
-from vlm_reward.probability import ANSWER_SCALES, AnswerScale, AnswerTokens, expected_score
+from vlm_reward.judging.probability import ANSWER_SCALES, AnswerScale, AnswerTokens, expected_score
 
 # Scale name -> its answer tokens, or why this tokenizer has none (raised per probability job).
 ScaleTokens = Mapping[str, AnswerTokens | ValueError]

@@ -20,7 +20,7 @@ checkpoint's own processor on the same prompt and pixels (so each family's geome
 Qwen3-VL's frame timestamps count as they do in the model); a mismatch is an error naming
 both numbers.
 
-The checkpoint may be of any family of :mod:`vlm_reward.model_family` (Qwen2.5-VL,
+The checkpoint may be of any family of :mod:`vlm_reward.judging.model_family` (Qwen2.5-VL,
 Qwen3-VL): its ``config.json`` (read at start-up for a local path) picks the pixel size
 frames and images are resized to.
 
@@ -64,9 +64,9 @@ from vlm_reward.backends.qwen_vision import (
     qwen_frame_indices,
 )
 from vlm_reward.backends.vllm_settings import REQUEST_KEYS, sampling_params_kwargs
-from vlm_reward.model_family import ModelFamily
-from vlm_reward.probability import AnswerTokens
-from vlm_reward.prompts import ServerPrompts
+from vlm_reward.judging.model_family import ModelFamily
+from vlm_reward.judging.probability import AnswerTokens
+from vlm_reward.judging.prompts import ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 CONNECTION_KEYS = ("base_url", "served_model_name", "api_key", "timeout", "check_prompt_tokens")

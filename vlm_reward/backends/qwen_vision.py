@@ -3,7 +3,7 @@
 Shared by the transformers, vLLM and OpenAI-compatible backends so all show the model the
 same pixels. What differs between Qwen2.5-VL and Qwen3-VL (the pixel size one visual token
 covers, 28 or 32) comes from the checkpoint's
-:class:`~vlm_reward.model_family.ModelFamily`; everything else is the same for both.
+:class:`~vlm_reward.judging.model_family.ModelFamily`; everything else is the same for both.
 The video is decoded once, by the server (``ScoreJob.clip``, frames chosen by
 :func:`qwen_frame_indices`), or here from ``video_path`` when a job comes without one.
 Three plain functions:
@@ -43,8 +43,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from vlm_reward.backends.base import ScoreJob
-from vlm_reward.model_family import ModelFamily
-from vlm_reward.prompts import PromptSpec, build_messages
+from vlm_reward.judging.model_family import ModelFamily
+from vlm_reward.judging.prompts import PromptSpec, build_messages
 from vlm_reward.video_io import Clip, decode_clip
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[hf]' (or 'libero-vlm-reward[vllm]' for the vLLM backends)"
@@ -95,7 +95,7 @@ def job_clip(job: ScoreJob) -> Clip:
 
 
 def job_messages(spec: PromptSpec, job: ScoreJob, clip: Clip) -> list[dict[str, Any]]:
-    """The chat messages for ``job`` under ``spec`` (see :func:`vlm_reward.prompts.build_messages`)."""
+    """The chat messages for ``job`` under ``spec`` (:func:`vlm_reward.judging.prompts.build_messages`)."""
     first_last = None
     if spec.frame_layout == "first_video_last":
         from PIL import Image

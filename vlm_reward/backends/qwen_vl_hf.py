@@ -2,10 +2,10 @@
 
 Same prompts and frames as the vLLM backends (messages and qwen-vl-utils reading come
 from :mod:`vlm_reward.backends.qwen_vision`), run with the ``generate`` of the model class
-the checkpoint's family names (:mod:`vlm_reward.model_family`, read from ``config.json``:
+the checkpoint's family names (:mod:`vlm_reward.judging.model_family`, read from ``config.json``:
 ``Qwen2_5_VLForConditionalGeneration``, ``Qwen3VLForConditionalGeneration``). It exists for
 CPU-only machines, for tests (on the tiny offline checkpoints of
-:mod:`vlm_reward.tiny_checkpoint`) and as a reference implementation to compare vLLM against.
+:mod:`vlm_reward.tools.tiny_checkpoint`) and as a reference implementation to compare vLLM against.
 
 The "messages -> model inputs" step is two plain functions, :func:`render_prompt` and
 :func:`processor_inputs`, so it is testable without generating; the decoding settings
@@ -25,7 +25,7 @@ Accepted ``backend_kwargs``:
   (default: true only when a positive ``temperature`` is given, so a request means the
   same thing here and on vLLM, where temperature 0 is greedy), ``temperature``.
 - prompt, server-wide or per request: ``prompt``, ``system_prompt``,
-  ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.prompts`). Request
+  ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.judging.prompts`). Request
   overrides apply on top of the server's prompt, as in the vLLM backends.
 
 A job whose ``cancelled`` event is set (its client left, the server is stopping) is
@@ -71,8 +71,8 @@ from vlm_reward.backends.qwen_vision import (
     load_vision_inputs,
     qwen_frame_indices,
 )
-from vlm_reward.probability import AnswerTokens
-from vlm_reward.prompts import PromptSpec, ServerPrompts
+from vlm_reward.judging.probability import AnswerTokens
+from vlm_reward.judging.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 __all__ = ["INSTALL_HINT", "QwenHFBackend", "processor_inputs", "render_prompt"]

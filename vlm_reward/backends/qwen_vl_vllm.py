@@ -38,7 +38,7 @@ Facts this module relies on (checked in the vLLM 0.11.0 and 0.33.0 wheels, trans
   metadata (``frames_indices / fps``, averaged over the pair) and tokenizes each timestamp on
   its own; with transformers >= 5.10 it keeps the outer ``<|vision_start|>``/``<|vision_end|>``
   around the per-frame sequence, 2 tokens more than transformers 4.57's HF backend
-  (:attr:`~vlm_reward.model_family.ModelFamily.kept_video_wrap_tokens`).
+  (:attr:`~vlm_reward.judging.model_family.ModelFamily.kept_video_wrap_tokens`).
 - The prompt is the processor's chat template text; vLLM expands each
   ``<|vision_start|><|video_pad|><|vision_end|>`` (or ``<|image_pad|>``) itself, in order,
   so images and videos are given as lists in the order they appear in the message.
@@ -64,7 +64,7 @@ Accepted ``backend_kwargs``:
   ``do_sample`` as in the HF backend (false: greedy, i.e. temperature 0; true: sample, at
   temperature 1 unless one is given), so a request means the same on both backends.
 - prompt, server-wide or per request: ``prompt``, ``system_prompt``,
-  ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.prompts`).
+  ``question_template``, ``frame_layout`` (see :mod:`vlm_reward.judging.prompts`).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ from vlm_reward.backends.judging import (
 )
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.backends.vllm_settings import check_backend_kwargs, engine_kwargs, sampling_params_kwargs
-from vlm_reward.model_family import ModelFamily
-from vlm_reward.prompts import PromptSpec, ServerPrompts
+from vlm_reward.judging.model_family import ModelFamily
+from vlm_reward.judging.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 INSTALL_HINT = "pip install 'libero-vlm-reward[vllm]'"
@@ -136,7 +136,7 @@ def _import_vllm() -> Any:
 class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
     """Qwen-VL on vLLM; subclasses change only the class-level data below.
 
-    ``default_preset`` names the prompt preset in :data:`vlm_reward.prompts.PRESETS`;
+    ``default_preset`` names the prompt preset in :data:`vlm_reward.judging.prompts.PRESETS`;
     ``sampling_defaults`` are the SamplingParams used unless ``backend_kwargs`` override them.
     """
 

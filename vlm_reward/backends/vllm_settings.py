@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from vlm_reward.prompts import PROMPT_OVERRIDE_KEYS
+from vlm_reward.judging.prompts import PROMPT_OVERRIDE_KEYS
 
 # One video plus the PRIMO layout's first and last frame; vLLM sizes its profiling run
 # from these limits, so they are no larger than the layouts need.

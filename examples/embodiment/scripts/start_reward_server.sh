@@ -5,7 +5,7 @@
 #
 # BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (see README; old names work). Env: HOST (127.0.0.1),
 # PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
-# PYTHON (default: picked by vlm_reward.runtime: .venv's, or .venv-vllm's for a vLLM backend
+# PYTHON (default: picked by vlm_reward.tools.runtime: .venv's, or .venv-vllm's for a vLLM backend
 # when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600).
 # The server keeps running in the background; its PID is printed. Stop it with: kill <PID>.
 set -euo pipefail
@@ -25,7 +25,7 @@ if [ -z "${PYTHON:-}" ]; then
   MAIN_PYTHON=python
   if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
   # Prints PYTHON=... (and export lines with vLLM CPU defaults); exits 1 saying how to set up.
-  launch="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m vlm_reward.runtime "$BACKEND")"
+  launch="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m vlm_reward.tools.runtime "$BACKEND")"
   eval "$launch"
 fi
 LOG_FILE="${LOG_FILE:-$REPO_PATH/logs/reward_server-$PORT.log}"

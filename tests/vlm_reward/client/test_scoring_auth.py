@@ -18,9 +18,9 @@ import pytest
 from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
-from vlm_reward.auth import API_KEY_ENV
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
+from vlm_reward.server.auth import API_KEY_ENV
 
 pytestmark = pytest.mark.slow  # a real server process
 

@@ -8,8 +8,8 @@ the request's headers are complete, and again after each response: its
 ``keep_alive_timeout`` is a deadline for headers (``--header-timeout``), and
 ``h11_max_incomplete_size`` bounds their size. The body's deadline (``--body-timeout``) and
 the budget of request bytes in memory (``--max-inflight-mb``) are the app's
-(:class:`~vlm_reward.middleware.BodySizeLimit`), since only the app knows a request's size.
-Hypercorn has no cap on open connections: :class:`~vlm_reward.connection_cap.ConnectionCap`
+(:class:`~vlm_reward.server.middleware.BodySizeLimit`), since only the app knows a request's size.
+Hypercorn has no cap on open connections: :class:`~vlm_reward.server.connection_cap.ConnectionCap`
 wraps its listening sockets (``--max-connections``).
 
 The drain: on SIGTERM or SIGINT the service stops taking work (503 ``shutting_down`` with
@@ -31,8 +31,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from vlm_reward.connection_cap import ConnectionCap
-from vlm_reward.service import RewardService
+from vlm_reward.server.connection_cap import ConnectionCap
+from vlm_reward.server.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
 
@@ -42,7 +42,7 @@ _FINAL_FLUSH_S = 5.0
 
 @dataclass(frozen=True)
 class ServingOptions:
-    """How the server listens (the flags of :mod:`vlm_reward.cli`)."""
+    """How the server listens (the flags of :mod:`vlm_reward.server.cli`)."""
 
     host: str
     port: int
@@ -84,7 +84,7 @@ def hypercorn_config(options: ServingOptions, log_level: str, cap: ConnectionCap
     config.keep_alive_timeout = options.header_timeout_s
     config.h11_max_incomplete_size = options.max_header_bytes
     config.graceful_timeout = _FINAL_FLUSH_S
-    config.accesslog = None  # vlm_reward.middleware.RequestLog writes one line per request
+    config.accesslog = None  # vlm_reward.server.middleware.RequestLog writes one line per request
     config.errorlog = logging.getLogger("hypercorn.error")
     config.loglevel = log_level.upper()
     if options.ssl_certfile is not None:

@@ -2,7 +2,7 @@
 
 Flags are validated here (argparse errors, exit status 2), so a bad value never reaches a
 running server. The ``--max-*`` flags are generated from the fields of
-:class:`~vlm_reward.limits.RequestLimits`, their one definition.
+:class:`~vlm_reward.server.limits.RequestLimits`, their one definition.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from vlm_reward.app import create_app
-from vlm_reward.auth import API_KEY_ENV, load_api_keys
 from vlm_reward.backends import canonical_name
-from vlm_reward.limits import RequestLimits, flag_name
-from vlm_reward.server_config import ServerConfig
-from vlm_reward.serving import ServingOptions, serve
+from vlm_reward.server.app import create_app
+from vlm_reward.server.auth import API_KEY_ENV, load_api_keys
+from vlm_reward.server.config import ServerConfig
+from vlm_reward.server.limits import RequestLimits, flag_name
+from vlm_reward.server.serving import ServingOptions, serve
 
 DEFAULT_BACKEND = "qwen2_5_vl_vllm"
 DEFAULT_PORT = 18080

@@ -1,12 +1,12 @@
 """The reward server's logic, independent of the HTTP framework.
 
 :class:`RewardService` scores one request end to end: check it against the server's caps
-(:mod:`vlm_reward.limits`), resolve the backend (:class:`~vlm_reward.backend_slot.BackendSlot`)
-and its score mode, read the video once (:mod:`vlm_reward.video_source`), hand the job to
-the backend's runner (a :class:`~vlm_reward.batching.DynamicBatcher`, or a
-:class:`~vlm_reward.continuous.ContinuousRunner` for engines that batch themselves), wait
+(:mod:`vlm_reward.server.limits`), resolve the backend (:class:`~vlm_reward.server.backend_slot.BackendSlot`)
+and its score mode, read the video once (:mod:`vlm_reward.server.video_source`), hand the job to
+the backend's runner (a :class:`~vlm_reward.server.batching.DynamicBatcher`, or a
+:class:`~vlm_reward.server.continuous.ContinuousRunner` for engines that batch themselves), wait
 for the answer unless the client leaves, and read it: a probability as is, text through
-:func:`vlm_reward.parsing.parse_score`. It raises the exceptions that
+:func:`vlm_reward.judging.parsing.parse_score`. It raises the exceptions that
 :func:`vlm_reward.errors.error_response` maps to statuses; the app only translates.
 
 A backend is constructed with the service (cheap: bad ``--backend-kwargs`` fail at the
@@ -29,7 +29,6 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from vlm_reward.backend_slot import BackendSlot, check_default_budget
 from vlm_reward.backends import (
     ProbabilityAnswer,
     ScoreJob,
@@ -38,7 +37,6 @@ from vlm_reward.backends import (
     canonical_name,
     resolve_backend,
 )
-from vlm_reward.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
@@ -48,11 +46,13 @@ from vlm_reward.errors import (
     UnknownBackendError,
     error_response,
 )
-from vlm_reward.metrics import ServerMetrics
-from vlm_reward.parsing import ParsedScore, ScoreParseError, parse_score
+from vlm_reward.judging.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
-from vlm_reward.server_config import ServerConfig
-from vlm_reward.video_source import LocalVideo, VideoPolicy, prepare_video
+from vlm_reward.server.backend_slot import BackendSlot, check_default_budget
+from vlm_reward.server.batching import BatcherClosedError, JobRunner, started_at
+from vlm_reward.server.config import ServerConfig
+from vlm_reward.server.metrics import ServerMetrics
+from vlm_reward.server.video_source import LocalVideo, VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")
 

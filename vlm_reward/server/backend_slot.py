@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from vlm_reward.backends import ScoreJob
-from vlm_reward.batching import JobRunner
 from vlm_reward.errors import (
     BackendError,
     BackendLoadFailedError,
@@ -24,8 +23,9 @@ from vlm_reward.errors import (
     ServerShuttingDownError,
     scrub,
 )
-from vlm_reward.limits import RequestLimits
-from vlm_reward.server_config import ServerConfig, model_display_name
+from vlm_reward.server.batching import JobRunner
+from vlm_reward.server.config import ServerConfig, model_display_name
+from vlm_reward.server.limits import RequestLimits
 
 logger = logging.getLogger("vlm_reward.server")
 

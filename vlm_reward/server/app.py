@@ -1,10 +1,10 @@
 """The reward server's FastAPI app: routes, the one exception handler, and the lifespan.
 
-Outside in: :class:`~vlm_reward.middleware.RequestLog`, then
-:class:`~vlm_reward.metrics.MetricsMiddleware` (so it counts every status, 401 and 413
-included), :class:`~vlm_reward.auth.RequireApiKey` (when the server has keys), then
-:class:`~vlm_reward.middleware.BodySizeLimit`, then thin routes that hand each request to
-:class:`~vlm_reward.service.RewardService`. A 503 carries ``Retry-After``. Every error, raised
+Outside in: :class:`~vlm_reward.server.middleware.RequestLog`, then
+:class:`~vlm_reward.server.metrics.MetricsMiddleware` (so it counts every status, 401 and 413
+included), :class:`~vlm_reward.server.auth.RequireApiKey` (when the server has keys), then
+:class:`~vlm_reward.server.middleware.BodySizeLimit`, then thin routes that hand each request to
+:class:`~vlm_reward.server.service.RewardService`. A 503 carries ``Retry-After``. Every error, raised
 anywhere, leaves through :func:`error_json`, so all of them share the one JSON shape of
 :mod:`vlm_reward.errors`.
 """
@@ -22,13 +22,13 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vlm_reward import __version__
-from vlm_reward.auth import RequireApiKey
 from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
-from vlm_reward.metrics import MetricsMiddleware, ServerMetrics
-from vlm_reward.middleware import BodySizeLimit, Receive, RequestLog
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
-from vlm_reward.server_config import ServerConfig
-from vlm_reward.service import RewardService
+from vlm_reward.server.auth import RequireApiKey
+from vlm_reward.server.config import ServerConfig
+from vlm_reward.server.metrics import MetricsMiddleware, ServerMetrics
+from vlm_reward.server.middleware import BodySizeLimit, Receive, RequestLog
+from vlm_reward.server.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
 RETRY_AFTER_S = "1"

@@ -27,8 +27,8 @@ import json
 from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
-from vlm_reward.middleware import ASGIApp, Message, Receive, Scope, Send
 from vlm_reward.protocol import ERROR_STATUS
+from vlm_reward.server.middleware import ASGIApp, Message, Receive, Scope, Send
 
 ROUTES = ("/score", "/health", "/backends", "/metrics")
 OTHER = "other"

@@ -33,7 +33,7 @@ from vlm_reward.errors import (
     VideoNotFoundError,
     VideoOutsideRootError,
 )
-from vlm_reward.limits import RequestLimits
+from vlm_reward.server.limits import RequestLimits
 from vlm_reward.video_io import Clip, decode_clip, probe_video
 
 _MB = 1024 * 1024
@@ -46,7 +46,7 @@ class VideoPolicy:
     ``root`` is stored resolved (realpath), so the containment check compares like with
     like even when the configured root itself is a symlink. ``upload_dir`` is where inline
     videos are written (default: the system temp dir). Sizes come from the server's
-    :class:`~vlm_reward.limits.RequestLimits`.
+    :class:`~vlm_reward.server.limits.RequestLimits`.
     """
 
     root: str

@@ -20,7 +20,7 @@ import os
 from collections.abc import Collection, Mapping
 
 from vlm_reward.errors import UnauthorizedError
-from vlm_reward.middleware import ASGIApp, Receive, Scope, Send, send_error
+from vlm_reward.server.middleware import ASGIApp, Receive, Scope, Send, send_error
 
 API_KEY_ENV = "VLM_REWARD_API_KEY"
 _SCHEME = "bearer"

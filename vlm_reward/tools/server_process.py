@@ -7,9 +7,9 @@ the benchmarks (``benchmarks/harness.py``). It starts
 output in a log file, and it only uses the standard library, so it works wherever
 ``vlm_reward`` imports.
 
-- ``python`` is the interpreter: for a backend, :func:`vlm_reward.runtime.server_python`
+- ``python`` is the interpreter: for a backend, :func:`vlm_reward.tools.runtime.server_python`
   picks it (the vLLM venv for a vLLM backend when this interpreter has no vLLM); the child
-  also gets :func:`vlm_reward.runtime.server_env`'s defaults.
+  also gets :func:`vlm_reward.tools.runtime.server_env`'s defaults.
 - ``repo`` goes first on the child's ``PYTHONPATH`` and is its working directory, so
   ``vlm_reward`` and ``--plugin`` modules of that checkout import from any interpreter (the
   vLLM venv does not install ``vlm_reward``), and a benchmark can run an older checkout.
@@ -38,12 +38,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from vlm_reward.runtime import server_env
+from vlm_reward.tools.runtime import REPO, server_env
 
-REPO = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
 SERVER_MODULE = "vlm_reward.libero_reward_server"
-# SIGTERM drains the server (vlm_reward.serving): its jobs get --drain-timeout (default 30 s),
+# SIGTERM drains the server (vlm_reward.server.serving): its jobs get --drain-timeout (default 30 s),
 # then 5 s to flush the last answers. The launcher waits that long, plus margin, before SIGKILL.
 DEFAULT_DRAIN_TIMEOUT_S = 30.0
 _DRAIN_MARGIN_S = 10.0

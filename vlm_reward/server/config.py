@@ -7,7 +7,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from vlm_reward.limits import RequestLimits
+from vlm_reward.server.limits import RequestLimits
 
 # The JSON around a video (task text, kwargs) is small; 1 MiB of slack on top of the
 # base64-inflated video limit keeps the body limit from rejecting what the video limit allows.
@@ -25,7 +25,7 @@ class ServerConfig:
     max_batch_size: int = 8
     max_wait_ms: float = 20.0
     limits: RequestLimits = field(default_factory=RequestLimits)
-    # Access and admission (see vlm_reward.auth and the README's "Limits of the server"):
+    # Access and admission (see vlm_reward.server.auth and the README's "Limits of the server"):
     api_keys: Any = None  # an ApiKeys (its repr hides the keys), or None: no key needed
     metrics: bool = True  # GET /metrics and the counting behind it (--no-metrics: off)
     metrics_public: bool = False  # GET /metrics without a key

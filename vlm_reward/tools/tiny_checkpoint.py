@@ -3,7 +3,7 @@
 The real models cannot be downloaded or run here, but the code paths that matter
 (chat template -> qwen-vl-utils -> processor -> vision tower -> ``generate``) only care
 about the *architecture* and the *processor*, not the weights. So this module builds, per
-family (:mod:`vlm_reward.tiny_families` holds what differs):
+family (:mod:`vlm_reward.tools.tiny_families` holds what differs):
 
 - the family's ``...ForConditionalGeneration`` with the real architecture (Qwen2.5-VL:
   window attention, M-RoPE, patch merger; Qwen3-VL: interleaved M-RoPE, DeepStack, learned
@@ -18,7 +18,7 @@ Answers are gibberish, but shapes, token ids, placeholder expansion and stopping
 as with the real model. Nothing touches the network. ``config.json`` names the architecture
 at its top level, as real checkpoints do, so vLLM loads it as a generative model.
 
-CLI: ``python -m vlm_reward.tiny_checkpoint OUT_DIR [--family qwen3_vl]``.
+CLI: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family qwen3_vl]``.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from vlm_reward.model_family import QWEN2_5_VL
-from vlm_reward.tiny_families import TINY_FAMILIES, build_config, build_processor, tiny_family
+from vlm_reward.judging.model_family import QWEN2_5_VL
+from vlm_reward.tools.tiny_families import TINY_FAMILIES, build_config, build_processor, tiny_family
 
 # Qwen2's special tokens in the order Qwen2.5-VL's tokenizer defines them, so their
 # relative ids match the real model (<|endoftext|> first, <|video_pad|> last).

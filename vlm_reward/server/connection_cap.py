@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from vlm_reward.middleware import ASGIApp, Receive, Scope, Send
+from vlm_reward.server.middleware import ASGIApp, Receive, Scope, Send
 
 logger = logging.getLogger("vlm_reward.server")
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from vlm_reward.probability import RUBRIC_1_TO_5, YES_NO, AnswerScale
+from vlm_reward.judging.probability import RUBRIC_1_TO_5, YES_NO, AnswerScale
 
 FRAME_LAYOUTS = ("video", "first_video_last")
 PROMPT_OVERRIDE_KEYS = ("prompt", "system_prompt", "question_template", "frame_layout")

@@ -1,8 +1,8 @@
 """The per-family half of the tiny checkpoints: a toy-size config and the real processor classes.
 
-:mod:`vlm_reward.tiny_checkpoint` builds the shared half (tokenizer, chat template,
+:mod:`vlm_reward.tools.tiny_checkpoint` builds the shared half (tokenizer, chat template,
 generation config, seeded weights, the CLI); what differs between Qwen2.5-VL and Qwen3-VL
-is here, one :class:`TinyFamily` per :class:`~vlm_reward.model_family.ModelFamily`, so
+is here, one :class:`TinyFamily` per :class:`~vlm_reward.judging.model_family.ModelFamily`, so
 adding a family is one entry, not a branch.
 
 Sizes: head dims are 32 (vLLM's CPU attention kernels take multiples of 32), two layers,
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from vlm_reward.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
 
 
 @dataclass(frozen=True)

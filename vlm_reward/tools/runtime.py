@@ -19,7 +19,7 @@ vLLM's CPU build reserves ``gpu_memory_utilization`` (0.85 by default) of the ma
 RAM and refuses to start when less is free; :func:`server_env` gives such a server a fixed
 KV cache instead (``VLLM_CPU_KVCACHE_SPACE``), unless the caller set one.
 
-CLI, for shell launchers: ``python -m vlm_reward.runtime BACKEND`` prints ``PYTHON=...``
+CLI, for shell launchers: ``python -m vlm_reward.tools.runtime BACKEND`` prints ``PYTHON=...``
 and ``export NAME=...`` lines to ``eval``; it exits 1 with the reason when there is no vLLM.
 """
 
@@ -33,7 +33,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VLLM_VENV_NAME = ".venv-vllm"
 SETUP_COMMAND = "bash scripts/setup.sh"
 # GiB of KV cache for vLLM's CPU build: the tiny test model needs almost none, and one
@@ -111,7 +111,7 @@ def shell_lines(backend: str, env: Mapping[str, str] | None = None) -> list[str]
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the shell lines for BACKEND; exit 1 with the reason if it cannot be run."""
     parser = argparse.ArgumentParser(
-        prog="python -m vlm_reward.runtime",
+        prog="python -m vlm_reward.tools.runtime",
         description="Print the interpreter (and environment) the reward server needs for BACKEND, as "
         "shell lines to eval.",
     )
