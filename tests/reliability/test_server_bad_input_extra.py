@@ -1,4 +1,4 @@
-"""Bad input the request table of ``tests/vlm_reward/test_server.py`` does not cover.
+"""Bad input the request table of ``tests/vlm_reward/server/test_server.py`` does not cover.
 
 That table has wrong types, sizes, bad base64, missing/empty/junk files, ``..`` and
 symlink escapes. Here: 1-frame videos, unicode and NUL in paths, lone surrogates, bodies

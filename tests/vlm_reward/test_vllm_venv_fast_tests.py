@@ -21,7 +21,7 @@ from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/test_backend_qwen_vl_hf.py",)
+NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/backends/test_backend_qwen_vl_hf.py",)
 # A floor on what must run: 360 tests ran here when this was written; a run that collects
 # far fewer (a broken conftest, a wrong path) must not pass as green.
 MIN_PASSED = 300

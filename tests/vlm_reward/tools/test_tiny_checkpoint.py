@@ -19,7 +19,7 @@ from vlm_reward.tools.tiny_checkpoint import (
     main,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 SYSTEM = "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
 VIDEO = {"type": "video", "video": "episode.mp4"}

@@ -37,7 +37,7 @@ from vlm_reward.judging.model_family import QWEN2_5_VL
 from vlm_reward.judging.probability import AnswerTokens
 from vlm_reward.judging.prompts import PRIMO_PROMPT, QWEN_VIDEO_PROMPT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TASK = "put the bowl on the plate"
 NFRAMES = 8  # of the fixture's 16 frames at 4 fps
 BACKENDS = [QwenVllmBackend, PrimoR1VllmBackend]
