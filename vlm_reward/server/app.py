@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from functools import partial
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -112,7 +113,9 @@ def _add_routes(app: FastAPI, service: RewardService, with_metrics: bool) -> Non
     async def score(body: ScoreRequest, request: Request) -> ScoreResponse:
         client_gone = asyncio.ensure_future(_wait_for_disconnect(request.receive))
         try:
-            return await service.score(body, request.state, client_gone)
+            return await service.score(
+                body, client_gone, on_backend=partial(setattr, request.state, "backend")
+            )
         finally:
             client_gone.cancel()
 

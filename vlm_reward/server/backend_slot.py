@@ -1,16 +1,17 @@
-"""One hosted backend in the server: its load state, its job runner and its per-request checks.
+"""One hosted backend in the server: its load state, its job runner and its admission step.
 
 A :class:`BackendSlot` loads its backend in the server's loader thread, starts the runner the
 backend asks for (:meth:`~vlm_reward.backends.base.RewardBackend.runner`), answers "ready?"
-for ``/health`` and each request, checks a request's score mode and token budget against the
-backend and the server's caps, and closes everything at shutdown.
+for ``/health``, admits each request in one step (:meth:`BackendSlot.admit`: ready, token
+budget, score mode, and which frames to decode), and closes everything at shutdown.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from vlm_reward.backends import ScoreJob
@@ -31,6 +32,21 @@ logger = logging.getLogger("vlm_reward.server")
 
 # How long a shutdown waits for a cancelled generation to notice before releasing the model.
 _CLOSE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A request this backend has accepted: what its job needs, decided once before queueing.
+
+    ``frames(total)`` is which frames of a ``total``-frame video the backend shows for the
+    request's ``nframes`` (the server decodes only those).
+    """
+
+    backend: str
+    model: str
+    runner: JobRunner[ScoreJob, str]
+    score_mode: str
+    frames: Callable[[int], list[int]]
 
 
 class BackendSlot:
@@ -83,6 +99,17 @@ class BackendSlot:
         raise BackendLoadingError(
             f"backend {self.name!r} is still loading; retry when GET /health returns 200."
         )
+
+    def admit(
+        self, nframes: int, backend_kwargs: Mapping[str, Any], score_mode: str | None, limits: RequestLimits
+    ) -> Admission:
+        """Admit a request or raise why not, in this order: not ready (503), a generation budget
+        above ``--max-new-tokens`` (422) or bad kwargs (400), a score mode it cannot serve (400)."""
+        runner = self.require_ready()
+        self.check_budget(backend_kwargs, limits)
+        mode = self.score_mode(score_mode)
+        frames = self.backend.frame_indices
+        return Admission(self.name, self.model, runner, mode, lambda total: frames(total, nframes))
 
     def score_mode(self, requested: str | None) -> str:
         """The request's score mode (default: the backend's); 400 if this backend cannot serve it."""

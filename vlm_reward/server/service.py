@@ -1,11 +1,12 @@
-"""The reward server's logic, independent of the HTTP framework.
+"""The reward server's logic, independent of the HTTP framework (no request or response types).
 
 :class:`RewardService` scores one request end to end: check it against the server's caps
-(:mod:`vlm_reward.server.limits`), resolve the backend (:class:`~vlm_reward.server.backend_slot.BackendSlot`)
-and its score mode, read the video once (:mod:`vlm_reward.server.video_source`), hand the job to
-the backend's runner (a :class:`~vlm_reward.server.batching.DynamicBatcher`, or a
-:class:`~vlm_reward.server.continuous.ContinuousRunner` for engines that batch themselves), wait
-for the answer unless the client leaves, and read it: a probability as is, text through
+(:mod:`vlm_reward.server.limits`), resolve the backend and admit the request in one step
+(:meth:`~vlm_reward.server.backend_slot.BackendSlot.admit`: ready, budget, score mode, frames),
+read the video once (:mod:`vlm_reward.server.video_source`), hand the job to the backend's
+runner (a :class:`~vlm_reward.server.batching.DynamicBatcher`, or a
+:class:`~vlm_reward.server.continuous.ContinuousRunner` for engines that batch themselves),
+wait for the answer unless the client leaves, and read it: a probability as is, text through
 :func:`vlm_reward.judging.parsing.parse_score`. It raises the exceptions that
 :func:`vlm_reward.errors.error_response` maps to statuses; the app only translates.
 
@@ -26,6 +27,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -48,7 +50,7 @@ from vlm_reward.errors import (
 )
 from vlm_reward.judging.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
-from vlm_reward.server.backend_slot import BackendSlot, check_default_budget
+from vlm_reward.server.backend_slot import Admission, BackendSlot, check_default_budget
 from vlm_reward.server.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.metrics import ServerMetrics
@@ -124,24 +126,32 @@ class RewardService:
         return self.slots[name]
 
     async def score(
-        self, req: ScoreRequest, request_state: Any = None, client_gone: asyncio.Future[Any] | None = None
+        self,
+        req: ScoreRequest,
+        client_gone: asyncio.Future[Any] | None = None,
+        on_backend: Callable[[str], None] | None = None,
     ) -> ScoreResponse:
         """Score one request end to end; raises the errors :func:`error_response` maps.
 
         ``client_gone`` resolves when the client disconnects: a queued job is then dropped
         and a running one cancelled (``ClientDisconnectedError``), so a client that timed
         out does not keep the model busy for nobody while later requests wait behind it.
+        ``on_backend(name)`` is called once the request's backend is known, before it is
+        admitted (the app labels the request's log line and metrics with it, errors included).
         """
         if self.draining:
             raise ServerShuttingDownError("the server is shutting down; retry on another server or later.")
         self.active += 1
         try:
-            return await self._score(req, request_state, client_gone)
+            return await self._score(req, client_gone, on_backend)
         finally:
             self.active -= 1
 
     async def _score(
-        self, req: ScoreRequest, request_state: Any, client_gone: asyncio.Future[Any] | None
+        self,
+        req: ScoreRequest,
+        client_gone: asyncio.Future[Any] | None,
+        on_backend: Callable[[str], None] | None,
     ) -> ScoreResponse:
         start = time.perf_counter()
         self.limits.check_request(
@@ -151,37 +161,27 @@ class RewardService:
             backend_kwargs=req.backend_kwargs,
         )
         slot = self.slot_for(req.backend)
-        if request_state is not None:
-            request_state.backend = slot.name
-        runner = slot.require_ready()
-        slot.check_budget(req.backend_kwargs, self.limits)
-        mode = slot.score_mode(req.score_mode)
-        answer = await self._generate(slot, runner, req, mode, client_gone)
+        if on_backend is not None:
+            on_backend(slot.name)
+        admitted = slot.admit(req.nframes, req.backend_kwargs, req.score_mode, self.limits)
+        answer = await self._generate(admitted, req, client_gone)
         return ScoreResponse(
-            **_read_answer(answer, mode, slot.name),
-            backend=slot.name,
-            model=slot.model,
+            **_read_answer(answer, admitted.score_mode, admitted.backend),
+            backend=admitted.backend,
+            model=admitted.model,
             latency_s=round(time.perf_counter() - start, 6),
         )
 
     async def _generate(
-        self,
-        slot: BackendSlot,
-        runner: JobRunner[ScoreJob, str],
-        req: ScoreRequest,
-        mode: str,
-        client_gone: asyncio.Future[Any] | None,
+        self, admitted: Admission, req: ScoreRequest, client_gone: asyncio.Future[Any] | None
     ) -> str | ProbabilityAnswer:
+        backend, runner, mode = admitted.backend, admitted.runner, admitted.score_mode
         try:
             # Reserve before the video is validated: the runner then knows a job is coming.
             with runner.reserve() as reservation:
                 decode_start = time.perf_counter()
                 video = await asyncio.to_thread(
-                    prepare_video,
-                    req.video_path,
-                    req.video_b64,
-                    self.video_policy,
-                    lambda total: slot.backend.frame_indices(total, req.nframes),
+                    prepare_video, req.video_path, req.video_b64, self.video_policy, admitted.frames
                 )
                 submitted = time.perf_counter()
                 job = _job(req, video, mode)
@@ -194,27 +194,27 @@ class RewardService:
             raise ServerShuttingDownError(
                 "the server is shutting down; retry on another server or later."
             ) from None
-        self._observe("decode", slot.name, submitted - decode_start)
+        self._observe("decode", backend, submitted - decode_start)
         try:
             text = await _await_answer(runner, future, client_gone)
         except ClientDisconnectedError:
-            self._aborted(slot.name, "client_disconnected")
+            self._aborted(backend, "client_disconnected")
             raise
         except (BatcherClosedError, ServerShuttingDownError):
-            self._aborted(slot.name, "shutting_down")
+            self._aborted(backend, "shutting_down")
             raise ServerShuttingDownError("the server shut down before the job finished; retry.") from None
         except Exception as exc:
-            raise BackendError(slot.name, exc) from exc
+            raise BackendError(backend, exc) from exc
         finally:
             video.cleanup()
-            self._count_tokens(slot.name, job)
-        self._observe_generation(slot.name, future, submitted)
+            self._count_tokens(backend, job)
+        self._observe_generation(backend, future, submitted)
         expected = ProbabilityAnswer if mode == "probability" else str
         if not isinstance(text, expected):
             problem = (
                 f"generate returned {type(text).__name__} for score_mode {mode!r}, not {expected.__name__}"
             )
-            raise BackendError(slot.name, RuntimeError(problem))
+            raise BackendError(backend, RuntimeError(problem))
         return text
 
     def _observe(self, what: str, backend: str, seconds: float) -> None:
