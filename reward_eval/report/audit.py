@@ -32,6 +32,7 @@ from reward_eval.report.document import (
 )
 from reward_eval.report.plots import save_figure
 from reward_eval.report.table import num, pct
+from vlm_reward.frames import evenly_spaced
 
 AUDIT_FILE = "audit.json"
 STRIP_FRAMES = 8  # frames of each row of a filmstrip (evenly subsampled)
@@ -136,7 +137,7 @@ def audit_lines(audit: Mapping[str, Any]) -> list[str]:
 
 
 def _strip_row(axes: Any, frames: np.ndarray, label: str) -> None:
-    picks = np.unique(np.round(np.linspace(0, len(frames) - 1, STRIP_FRAMES)).astype(int))
+    picks = evenly_spaced(len(frames), STRIP_FRAMES)
     for i, ax in enumerate(axes):
         ax.set_axis_off()
         if i < len(picks):

@@ -22,6 +22,7 @@ from matplotlib.ticker import MaxNLocator
 
 from reward_eval.analysis.metrics import task_key
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.frames import evenly_spaced
 from vlm_reward.video_io import decode_clip, probe_video
 
 SUCCESS_COLOR = "#2a9d8f"  # native success
@@ -196,7 +197,7 @@ def frame_strip(path: Path, frames: np.ndarray, title: str, max_frames: int = 16
     strip shows what the judge saw.
     """
     if len(frames) > max_frames:
-        frames = frames[np.round(np.linspace(0, len(frames) - 1, max_frames)).astype(int)]
+        frames = frames[evenly_spaced(len(frames), max_frames)]
     cols = min(per_row, len(frames))
     rows = math.ceil(len(frames) / cols)
     lines = [part for line in title.splitlines() for part in textwrap.wrap(line, 130) or [""]]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vlm_reward.frames import evenly_spaced
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 if TYPE_CHECKING:
@@ -136,13 +137,10 @@ class RewardBackend(abc.ABC):
         """Which frames of a ``total_frames``-long video this backend shows for ``nframes``.
 
         The server decodes the video once and hands the backend these (``ScoreJob.clip``).
-        Default: ``min(nframes, total_frames)`` frames spread evenly, first and last
-        included. Raise ``ValueError`` if the video is too short for the model (400).
+        Default: :func:`vlm_reward.frames.evenly_spaced` (``min(nframes, total_frames)``
+        frames, first and last included). Raise ``ValueError`` if the video is too short for the model (400).
         """
-        count = min(nframes, total_frames)
-        if count == 1:
-            return [total_frames - 1]  # the end state is what decides success
-        return [round(i * (total_frames - 1) / (count - 1)) for i in range(count)]
+        return evenly_spaced(total_frames, nframes)
 
     def token_budget(self, backend_kwargs: Mapping[str, Any]) -> int | None:
         """Most new tokens a job with these per-request ``backend_kwargs`` may generate.

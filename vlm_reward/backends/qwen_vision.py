@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from vlm_reward.backends.base import ScoreJob
+from vlm_reward.frames import evenly_spaced
 from vlm_reward.judging.model_family import ModelFamily
 from vlm_reward.judging.prompts import PromptSpec, build_messages
 from vlm_reward.video_io import Clip, decode_clip
@@ -81,7 +82,7 @@ def qwen_frame_indices(total_frames: int, nframes: int) -> list[int]:
         raise ValueError(f"the video has {total_frames} frame(s); Qwen-VL models need at least 2.")
     wanted = max(FRAME_FACTOR, round(nframes / FRAME_FACTOR) * FRAME_FACTOR)
     count = min(wanted, total_frames - total_frames % FRAME_FACTOR)
-    return [round(i * (total_frames - 1) / (count - 1)) for i in range(count)]
+    return evenly_spaced(total_frames, count)
 
 
 def job_clip(job: ScoreJob) -> Clip:

@@ -61,6 +61,7 @@ from pydantic import ValidationError
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.http import RewardRequestError, fails_over, post_score, worth_retrying
 from vlm_reward.client.replicas import ReplicaPool
+from vlm_reward.frames import evenly_spaced
 from vlm_reward.protocol import ScoreRequest, ScoreResponse
 from vlm_reward.video_io import encode_mp4
 
@@ -103,15 +104,7 @@ class ScoreResult:
 
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
     """Indices of at most ``nframes`` frames spread evenly over ``num_frames``, ends included."""
-    if num_frames < 1:
-        raise ValueError(f"an episode needs at least one frame, got {num_frames}.")
-    if nframes < 1:
-        raise ValueError(f"nframes must be >= 1, got {nframes}.")
-    if num_frames <= nframes:
-        return np.arange(num_frames)
-    if nframes == 1:
-        return np.array([num_frames - 1])  # the end state is what decides success
-    return np.round(np.linspace(0, num_frames - 1, nframes)).astype(np.int64)
+    return np.array(evenly_spaced(num_frames, nframes), dtype=np.int64)
 
 
 class RewardClient:
