@@ -34,8 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make the repo importable
     sys.path.insert(0, str(REPO))
 
-from reward_eval.job.options import positive_int  # noqa: E402
 from reward_eval.policies.expert import EXPERT_DROP_PHASES, ExpertController  # noqa: E402
+from vlm_reward.argtypes import positive_int  # noqa: E402
 
 RESET_NOOPS = 15  # what LiberoEnv.reset steps after setting the init state
 

@@ -42,9 +42,7 @@ from reward_eval.analysis.perturbations import (
 from reward_eval.job.options import (
     add_scoring_options,
     check_scoring_options,
-    positive_int,
     resolve_model,
-    unit_interval,
 )
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.judging.counterfactuals import (
@@ -55,6 +53,7 @@ from reward_eval.judging.counterfactuals import (
 )
 from reward_eval.judging.endpoint import JUDGE_ERRORS, scoring_endpoint
 from reward_eval.report.audit import audit_lines, pair_strip, write_audit_report
+from vlm_reward.argtypes import positive_int, unit_interval
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
 

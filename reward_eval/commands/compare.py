@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reward_eval.analysis.training_runs import AGREE_TAG, NATIVE_TAG, load_run
-from reward_eval.job.options import positive_int
 from reward_eval.job.run_dir import default_run_dir
 from reward_eval.report.comparison import markdown, plot
+from vlm_reward.argtypes import positive_int
 
 
 def build_parser() -> argparse.ArgumentParser:

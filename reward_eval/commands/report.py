@@ -26,9 +26,9 @@ from reward_eval.analysis.episode_log import episode_logs, load_episodes
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.analysis.perturbations import FAILURE
 from reward_eval.commands.audit import AUDIT_DIR, read_settings
-from reward_eval.job.options import unit_interval
 from reward_eval.job.run_dir import default_run_dir, finish_report, write_settings
 from reward_eval.report.audit import AUDIT_FILE, write_audit_report
+from vlm_reward.argtypes import unit_interval
 from vlm_reward.client.episode_record import write_episode_log
 
 

@@ -38,7 +38,6 @@ from reward_eval.job.options import (
     ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
-    positive_int,
     prefix_count,
     resolve_model,
     reward_overrides,
@@ -58,6 +57,7 @@ from reward_eval.judging.prefixes import (
     score_prefixes,
     write_episodes,
 )
+from vlm_reward.argtypes import positive_int
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord, write_episode_log
 from vlm_reward.client.scoring import RewardClient

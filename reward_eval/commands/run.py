@@ -37,8 +37,6 @@ from reward_eval.job.options import (
     ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
-    json_object,
-    positive_int,
     resolve_model,
     reward_overrides,
 )
@@ -54,6 +52,7 @@ from reward_eval.job.run_dir import (
 )
 from reward_eval.judging.endpoint import scoring_endpoint
 from reward_eval.policies import make_policy, policy_names
+from vlm_reward.argtypes import json_object, positive_int
 
 DEFAULT_TASKS = "0,1"
 

@@ -15,10 +15,10 @@ With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) an
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
+from vlm_reward.argtypes import json_object, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
 from vlm_reward.protocol import SCORE_MODES
@@ -33,17 +33,6 @@ LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
 ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
 def prefix_count(text: str) -> int:
     """argparse type of ``--prefixes``: an integer >= 2 (a VOC ranks at least two prefixes)."""
     try:
@@ -54,28 +43,6 @@ def prefix_count(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"must be an integer >= 2 (VOC ranks at least two prefixes of each video), got {value}"
         )
-    return value
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """argparse type: a JSON object (``'{"max_new_tokens": 64}'``)."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg}): {text!r}") from exc
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
-    return value
-
-
-def unit_interval(text: str) -> float:
-    """argparse type: a float in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from exc
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {value}")
     return value
 
 

@@ -11,13 +11,12 @@ import argparse
 import dataclasses
 import importlib
 import ipaddress
-import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from vlm_reward.argtypes import float_at_least, json_object, port, positive_int
 from vlm_reward.backends import canonical_name
 from vlm_reward.server.app import create_app
 from vlm_reward.server.auth import API_KEY_ENV, load_api_keys
@@ -29,51 +28,10 @@ DEFAULT_BACKEND = "qwen2_5_vl_vllm"
 DEFAULT_PORT = 18080
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _positive_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 1..65535, got {text!r}")
-    return value
-
-
-def _float_at_least(minimum: float, strict: bool) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = float("nan")
-        if not (value > minimum if strict else value >= minimum) or value == float("inf"):
-            bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-            raise argparse.ArgumentTypeError(f"expected a finite number {bound}, got {text!r}")
-        return value
-
-    return parse
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({exc.msg}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"expected a JSON object like '{{\"key\": 1}}', got {text!r}")
-    return value
-
-
 def _add_limit_flags(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("per-request caps (a request above one gets 422 limit_exceeded)")
     for f in dataclasses.fields(RequestLimits):
-        parse = _positive_int if f.type in (int, "int") else _float_at_least(0, strict=True)
+        parse = positive_int if f.type in (int, "int") else float_at_least(0, strict=True)
         group.add_argument(
             f"--{flag_name(f.name)}",
             type=parse,
@@ -91,17 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default=DEFAULT_BACKEND, help="backend name or alias (see GET /backends)")
     p.add_argument("--model", required=True, help="model path or id passed to the backend")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default: %(default)s)")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help="port (default: %(default)s)")
+    p.add_argument("--port", type=port, default=DEFAULT_PORT, help="port (default: %(default)s)")
     p.add_argument(
         "--video-root",
         default=tempfile.gettempdir(),
         help="video_path must resolve inside this directory (default: %(default)s)",
     )
-    p.add_argument("--backend-kwargs", type=_json_object, default={}, help="JSON object for the backend")
-    p.add_argument("--max-batch-size", type=_positive_int, default=8, help="jobs per generate call")
+    p.add_argument("--backend-kwargs", type=json_object, default={}, help="JSON object for the backend")
+    p.add_argument("--max-batch-size", type=positive_int, default=8, help="jobs per generate call")
     p.add_argument(
         "--max-wait-ms",
-        type=_float_at_least(0, strict=False),
+        type=float_at_least(0, strict=False),
         default=20.0,
         help="how long a batch waits for requests already on their way (a lone request never waits)",
     )
@@ -139,7 +97,7 @@ def _add_access_flags(p: argparse.ArgumentParser) -> None:
 
 def _add_connection_flags(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("connections and shutdown")
-    positive = _float_at_least(0, strict=True)
+    positive = float_at_least(0, strict=True)
     group.add_argument(
         "--header-timeout",
         type=positive,
@@ -162,14 +120,14 @@ def _add_connection_flags(p: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--max-connections",
-        type=_positive_int,
+        type=positive_int,
         default=1000,
         help="open connections at most; past it the oldest one with no request in progress is closed "
         "(default: %(default)s)",
     )
     group.add_argument(
         "--drain-timeout",
-        type=_float_at_least(0, strict=False),
+        type=float_at_least(0, strict=False),
         default=30.0,
         help="on SIGTERM/SIGINT, seconds the admitted jobs get to finish before they get 503 "
         "(new requests get 503 at once; default: %(default)s)",

@@ -464,7 +464,7 @@ def test_load_failure_keeps_health_503_with_the_reason(ctx: Ctx, tmp_path: Path)
         (["--backend", "nope", "--model", "m"], "valid names:"),
         (["--backend", "fixed_score"], "--model"),
         (["--model", "m", "--port", "70000"], "port in 1..65535"),
-        (["--model", "m", "--max-batch-size", "0"], "positive integer"),
+        (["--model", "m", "--max-batch-size", "0"], "must be at least 1, got 0"),
         (["--model", "m", "--max-wait-ms", "-5"], ">= 0"),
         (["--model", "m", "--backend-kwargs", "[1, 2]"], "JSON object"),
         (["--model", "m", "--backend-kwargs", "{oops"], "not valid JSON"),
