@@ -20,6 +20,7 @@ Exit status 0 when everything passed, 1 otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -30,6 +31,8 @@ import numpy as np
 import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from vlm_reward.errors import LimitExceededError
+from vlm_reward.server.limits import RequestLimits
 from vlm_reward.tools.server_process import health_url, route_url
 
 
@@ -83,20 +86,26 @@ def check_reward_key(endpoint: str, api_key: str | None, ca_bundle: str | None, 
 
 
 def check_within_server_limits(reward_model: DictConfig, health: dict[str, Any]) -> None:
-    """``SetupError`` if the env's requests are above a cap the server reports in ``/health``."""
-    limits = health.get("limits", {})
-    asks = {
-        "max_nframes": ("nframes", reward_model.nframes),
-        "max_pixels": ("max_pixels", reward_model.max_pixels),
-        "max_video_pixels": ("nframes * max_pixels", reward_model.nframes * reward_model.max_pixels),
-    }
-    for cap, (what, value) in asks.items():
-        if cap in limits and value > limits[cap]:
-            flag = cap.replace("_", "-")
-            raise SetupError(
-                f"reward_model {what} is {value}, above the reward server's --{flag} {limits[cap]}: "
-                f"every episode would be refused; lower it or restart the server with a larger --{flag}."
-            )
+    """``SetupError`` if the env's requests are above a cap the server reports in ``/health``.
+
+    The caps are checked by the server's own rules (:meth:`RequestLimits.check_request`), so
+    the dry run refuses exactly what the server would refuse for every episode.
+    """
+    reported = health.get("limits")
+    if not reported:
+        return  # a server that reports no caps: nothing to check against
+    known = {f.name for f in dataclasses.fields(RequestLimits)}
+    limits = RequestLimits(**{name: value for name, value in reported.items() if name in known})
+    kwargs = reward_model.get("backend_kwargs") or {}
+    try:
+        limits.check_request(
+            nframes=reward_model.nframes,
+            max_pixels=reward_model.max_pixels,
+            task_text="",  # the longest LIBERO instruction is far below any cap
+            backend_kwargs=OmegaConf.to_container(kwargs) if isinstance(kwargs, DictConfig) else kwargs,
+        )
+    except LimitExceededError as exc:
+        raise SetupError(f"reward_model {exc.message.rstrip('.')}: every episode would be refused.") from None
 
 
 def check_policy(cfg: DictConfig) -> None:

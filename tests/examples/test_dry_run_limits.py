@@ -15,16 +15,26 @@ SERVER = {"status": "ok", "limits": RequestLimits(max_nframes=16, max_video_pixe
     ("nframes", "max_pixels", "message"),
     [
         (16, 200704, None),
-        (17, 100000, "reward_model nframes is 17, above the reward server's --max-nframes 16"),
-        (16, 2_000_000, "reward_model max_pixels is 2000000, above the reward server's --max-pixels 1003520"),
-        (16, 200705, "nframes * max_pixels is 3211280, above the reward server's --max-video-pixels"),
+        (17, 100000, "reward_model nframes is 17, above this server's limit of 16 (--max-nframes)"),
+        (
+            16,
+            2_000_000,
+            "max_pixels is 2000000, above this server's limit of 1003520 (--max-pixels)",
+        ),
+        (
+            16,
+            200705,
+            "nframes * max_pixels is 3211280, above this server's limit of 3211264",
+        ),
+        (16, 200704, "backend_kwargs['system_prompt'] length is 8193 chars, above this server's limit"),
     ],
-    ids=["fits", "too-many-frames", "frame-too-large", "product-too-large"],
+    ids=["fits", "too-many-frames", "frame-too-large", "product-too-large", "prompt-too-long"],
 )
 def test_requests_above_a_server_cap_fail_the_dry_run(
     nframes: int, max_pixels: int, message: str | None
 ) -> None:
-    reward_model = OmegaConf.create({"nframes": nframes, "max_pixels": max_pixels})
+    kwargs = {"system_prompt": "x" * 8193} if message and "system_prompt" in message else {}
+    reward_model = OmegaConf.create({"nframes": nframes, "max_pixels": max_pixels, "backend_kwargs": kwargs})
     if message is None:
         check_within_server_limits(reward_model, SERVER)
         return
