@@ -9,6 +9,7 @@ what to do with them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import requests
@@ -52,7 +53,7 @@ def post_score(
     except requests.RequestException as exc:
         raise RewardRequestError("connection", endpoint, _short(exc)) from exc
     try:
-        body = response.json()
+        body = _strict_json(response.content)
     except ValueError as exc:
         message = f"body is not JSON: {response.text[:200]!r}"
         raise RewardRequestError("malformed_response", endpoint, message, response.status_code) from exc
@@ -60,6 +61,17 @@ def post_score(
         kind, message = _server_error(body)
         raise RewardRequestError(kind, endpoint, message, response.status_code)
     return _validated(body, endpoint)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _strict_json(content: bytes) -> Any:
+    """The body as JSON by the spec: ``NaN`` and ``Infinity`` are not JSON, so they make a
+    malformed response whichever JSON library ``requests`` would pick (simplejson refuses
+    them, the standard library's default accepts them)."""
+    return json.loads(content, parse_constant=_reject_constant)
 
 
 def fails_over(exc: RewardRequestError) -> bool:
