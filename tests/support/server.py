@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from vlm_reward.tools.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
 
-__all__ = ["REPO", "ServerProcess", "free_port"]
+__all__ = ["REPO", "Samples", "ServerProcess", "free_port", "metric_samples", "token_counts"]
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_PLUGINS = ("tests.support.fake_backends",)
@@ -60,14 +60,24 @@ class ServerProcess(RewardServerProcess):
         return self
 
 
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def metric_samples(base_url: str) -> Samples:
+    """Every sample of a ``GET /metrics`` scrape (no key: the server needs ``--metrics-public``
+    or none), by name and sorted labels, parsed with ``prometheus_client``'s own parser."""
+    response = requests.get(f"{base_url}/metrics", timeout=10)
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.text)
+        for sample in family.samples
+    }
+
+
 def token_counts(base_url: str, backend: str) -> tuple[float, float]:
     """(prompt, generated) tokens a server's ``GET /metrics`` has counted for ``backend`` so far."""
-    text = requests.get(f"{base_url}/metrics", timeout=10).text
-    samples = {
-        sample.name: sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.labels.get("backend") == backend
-    }
+    samples = metric_samples(base_url)
+    labels = (("backend", backend),)
     names = ("vlm_reward_prompt_tokens_total", "vlm_reward_generated_tokens_total")
-    return samples.get(names[0], 0.0), samples.get(names[1], 0.0)
+    return samples.get((names[0], labels), 0.0), samples.get((names[1], labels), 0.0)

@@ -17,7 +17,7 @@ import torch
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
 from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Scored, Shaping
-from rlinf.envs.libero.vlm_reward_client import reward_client, submit_ended
+from rlinf.envs.libero.vlm_reward_client import submit_ended
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
@@ -85,7 +85,7 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
         if self._reward_model.enable:
-            self._client = reward_client(self._reward_model)
+            self._client = RewardClient(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
             self._rewards = EpisodeRewards(num_envs, self._reward_model)
 
@@ -125,7 +125,7 @@ class LiberoEnv(_upstream.LiberoEnv):
             )
         if self._rewards is not None:
             self._rewards.reconfigure(new)  # raises unless between episodes, before anything changes
-            old_client, self._client = self._client, reward_client(new)
+            old_client, self._client = self._client, RewardClient(new)
             old_client.close()
             if new.episode_log_dir != self._reward_model.episode_log_dir:
                 if self._log is not None:

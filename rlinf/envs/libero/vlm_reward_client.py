@@ -4,9 +4,8 @@ The client itself (:mod:`vlm_reward.client.scoring`: frames -> MP4 -> ``POST /sc
 replicas, retries and the fallback score that ``reward_model.fallback_score`` configures)
 knows nothing of LIBERO or RLinf, so the tools that only score videos (``rescore``, the
 audit, the dry run, the benchmarks) import it without RLinf installed. This adaptor is the
-env's side: which client a ``reward_model`` block asks for, and what an ended episode sends
-(the env's task text, the policy's main images the core cached, the native success the
-fallback falls back to).
+env's side: what an ended episode sends (the env's task text, the policy's main images the
+core cached, the native success the fallback falls back to).
 """
 
 from __future__ import annotations
@@ -14,13 +13,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 
 from rlinf.envs.libero.episode_reward import Ended
-from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
-
-
-def reward_client(cfg: RewardModelConfig) -> RewardClient | None:
-    """The client for an enabled block, ``None`` for a disabled one (no threads, no session)."""
-    return RewardClient(cfg) if cfg.enable else None
 
 
 def submit_ended(client: RewardClient, ended: Ended, task_text: str) -> Future[ScoreResult]:

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.server import ServerProcess
+from tests.support.server import Samples, ServerProcess, metric_samples
 
 pytestmark = pytest.mark.slow
 
@@ -40,18 +39,9 @@ def server(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Iterato
     proc.stop()
 
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
 def scrape(server: ServerProcess) -> Samples:
     """Every sample of the scrape (no key: ``--metrics-public``), by name and labels."""
-    response = requests.get(server.url("/metrics"), timeout=10)
-    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
-    samples: Samples = {}
-    for family in text_string_to_metric_families(response.text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
+    return metric_samples(server.url(""))
 
 
 def delta(before: Samples, after: Samples, name: str) -> dict[tuple[tuple[str, str], ...], float]:
