@@ -13,7 +13,7 @@ from pathlib import Path
 
 from vlm_reward.client.episode_record import EPISODE_LOG_GLOB, TRAIN_LOG_GLOB, EpisodeRecord, read_episode_log
 
-__all__ = ["EPISODE_LOG_GLOB", "TRAIN_LOG_GLOB", "episode_logs", "load_episodes", "load_train_episodes"]
+__all__ = ["episode_logs", "load_episodes", "load_train_episodes"]
 
 
 def episode_logs(run_dir: Path) -> list[Path]:

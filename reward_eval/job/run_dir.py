@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward_eval.analysis.episode_log import EPISODE_LOG_GLOB, episode_logs
+from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.job.paths import REPO
 from reward_eval.judging.endpoint import JUDGE_ERRORS
+from vlm_reward.client.episode_record import EPISODE_LOG_GLOB
 
 
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
