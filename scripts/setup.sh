@@ -41,26 +41,52 @@ up_to_date() {
   [ -z "${SETUP_FORCE:-}" ] && [ -f "$1/.setup-stamp" ] && [ "$(cat "$1/.setup-stamp")" = "$2" ]
 }
 
+# What apt can do for PKG, printed as one word: `installed`, `installable` (apt has a candidate)
+# or `absent` (no candidate, e.g. Ubuntu's chromium, a snap stub). apt-cache's whole output is read
+# into a variable first: piping it into an early-exit `grep -q` kills apt-cache with SIGPIPE, and
+# under pipefail that read as "absent" on a machine where apt had the package.
+apt_decision() {
+  local pkg="$1" policy candidate
+  if dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+    echo installed
+    return 0
+  fi
+  policy="$(apt-cache policy "$pkg" 2>/dev/null || true)"
+  candidate="$(sed -n 's/^ *Candidate: *//p' <<<"$policy")"
+  if [ -n "$candidate" ] && [ "$candidate" != "(none)" ]; then
+    echo installable
+  else
+    echo absent
+  fi
+}
+
+# Checked on every run, whatever the venv stamps say (a dpkg query takes milliseconds): a package
+# removed after set-up, or one a first run could not install, is installed the next time. Where apt
+# has a package, a failed install is an error with apt's own message; where it has none, a note.
 install_apt_packages() {
-  local missing=()
+  local missing=() pkg
   for pkg in "${APT_PACKAGES[@]}"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
   done
-  [ ${#missing[@]} -eq 0 ] && { check_browser; return 0; }
-  local sudo=()
-  [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
-  "${sudo[@]}" apt-get update -qq
-  # Ubuntu has no chromium .deb (only a snap stub): install what apt can, say what it cannot.
-  local installable=()
-  for pkg in "${missing[@]}"; do
-    if apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [^(]'; then
-      installable+=("$pkg")
-    else
-      log "apt has no package $pkg; skipped"
+  if [ ${#missing[@]} -gt 0 ]; then
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo -n)
+    "${sudo[@]}" apt-get update -qq || log "warning: apt-get update failed; trying the package lists already here"
+    local installable=()
+    for pkg in "${missing[@]}"; do
+      case "$(apt_decision "$pkg")" in
+        installable) installable+=("$pkg") ;;
+        absent) log "apt has no package $pkg; skipped" ;;
+      esac
+    done
+    if [ ${#installable[@]} -gt 0 ]; then
+      log "apt-get install ${installable[*]}"
+      if ! DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${installable[@]}"; then
+        log "error: apt-get install ${installable[*]} failed (apt's message above); install them by hand and rerun."
+        exit 1
+      fi
     fi
-  done
-  log "apt-get install ${installable[*]}"
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${installable[@]}"
+  fi
   check_browser
 }
 
@@ -135,7 +161,6 @@ setup_main_venv() {
     log "up to date ($VENV)"
     return 0
   fi
-  install_apt_packages
   create_venv "$VENV"
   log "installing torch/torchvision (local wheels when present)"
   pip_install "${TORCH_PINS[@]}"
@@ -251,9 +276,13 @@ install_project() {
 }
 
 main() {
+  install_apt_packages
   setup_main_venv
   install_project
   setup_vllm_venv
 }
 
-main "$@"
+# Sourced (the tests call apt_decision with stand-in apt tools): define, do not run.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
+fi

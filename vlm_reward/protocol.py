@@ -7,6 +7,8 @@
   :data:`ERROR_STATUS` gives its type; :data:`RETRYABLE_STATUSES` are the ones a client may
   retry (elsewhere or later).
 - :data:`SCORE_MODES`: how an answer is read as a score.
+- Keys: :data:`API_KEY_ENV` is the variable a server reads its keys from (and the name a client's
+  ``reward_model.api_key_env`` usually gives); requests carry :func:`authorization` 's header.
 
 The models are strict: a wrong JSON type (``"16"`` for ``nframes``, ``123`` for
 ``task_text``) and unknown fields are rejected with 422 instead of being coerced or ignored,
@@ -42,6 +44,17 @@ MIN_PIXELS = 28 * 28
 MAX_VIDEO_FPS = 240.0
 # Linux's PATH_MAX: no longer path can name a file.
 MAX_PATH_CHARS = 4096
+
+# API keys: the environment variable a server reads its keys from (comma-separated), and the
+# header scheme that carries one (``Authorization: Bearer <key>``). Client and server import both.
+API_KEY_ENV = "VLM_REWARD_API_KEY"
+AUTH_SCHEME = "Bearer"
+
+
+def authorization(key: str) -> str:
+    """The ``Authorization`` header value that carries ``key``."""
+    return f"{AUTH_SCHEME} {key}"
+
 
 # Every error type the server answers with, and its HTTP status (vlm_reward.errors says when).
 ERROR_STATUS: dict[str, int] = {

@@ -32,6 +32,7 @@ import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from vlm_reward.errors import LimitExceededError
+from vlm_reward.protocol import authorization
 from vlm_reward.server.limits import RequestLimits
 from vlm_reward.tools.server_process import health_url, route_url
 
@@ -71,7 +72,7 @@ def check_reward_key(endpoint: str, api_key: str | None, ca_bundle: str | None, 
     server has keys (``/health`` never does), so a wrong or missing key shows here, not as a
     run of ``unauthorized`` fallbacks."""
     url = route_url(endpoint, "/backends")
-    headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    headers = {} if api_key is None else {"Authorization": authorization(api_key)}
     response = requests.get(url, headers=headers, timeout=timeout, verify=ca_bundle or True)
     if response.status_code == 401:
         raise SetupError(

@@ -4,7 +4,7 @@ The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a ser
 is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
 stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
 vLLM, see :mod:`vlm_reward.tools.runtime`).
-With a Qwen-VL backend (``qwen2_5_vl_hf``, ``qwen2_5_vl_vllm``, ``PRIMO-R1``) and no
+With a Qwen-VL backend (``qwen_vl_hf``, ``qwen_vl_vllm``, ``PRIMO-R1``) and no
 ``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
 ``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
 ``random_model: true``: its scores mean nothing, the run only shows that every stage works.
@@ -27,7 +27,7 @@ from vlm_reward.tools.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
 TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
-DEFAULT_LOCAL_BACKEND = "qwen2_5_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
+DEFAULT_LOCAL_BACKEND = "qwen_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 # Options that configure a server we start.
 LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
 ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint

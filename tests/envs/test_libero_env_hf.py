@@ -1,6 +1,6 @@
 """The whole path with a real model: LIBERO frames -> MP4 -> server -> transformers generate.
 
-The server runs ``qwen2_5_vl_hf`` on the tiny random-weight checkpoint, so its answers are
+The server runs ``qwen_vl_hf`` on the tiny random-weight checkpoint, so its answers are
 noise: the test checks that every stage ran and that the outcome, a score or a parse
 error taken as a fallback, is reported consistently in metrics and the episode log.
 """
@@ -22,7 +22,7 @@ MAX_STEPS = 4
 
 def test_tiny_qwen_scores_a_real_libero_episode(tiny_qwen_checkpoint: str, tmp_path) -> None:
     server = ServerProcess(
-        ["--backend", "qwen2_5_vl_hf", "--model", tiny_qwen_checkpoint, "--video-root", str(tmp_path)],
+        ["--backend", "qwen_vl_hf", "--model", tiny_qwen_checkpoint, "--video-root", str(tmp_path)],
         tmp_path / "server.log",
         plugins=(),
     ).wait_ready(timeout=120)
@@ -31,7 +31,7 @@ def test_tiny_qwen_scores_a_real_libero_episode(tiny_qwen_checkpoint: str, tmp_p
         **{
             "reward_model.enable": True,
             "reward_model.endpoint": server.endpoint,
-            "reward_model.backend": "qwen2_5_vl_hf",
+            "reward_model.backend": "qwen_vl_hf",
             "reward_model.nframes": 4,
             "reward_model.temp_video_dir": str(tmp_path / "videos"),
             "reward_model.episode_log_dir": str(tmp_path / "episodes"),

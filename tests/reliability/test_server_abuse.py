@@ -1,4 +1,4 @@
-"""Resource abuse against the real server process: ``qwen2_5_vl_hf`` on the tiny checkpoint.
+"""Resource abuse against the real server process: ``qwen_vl_hf`` on the tiny checkpoint.
 
 One buggy or hostile client must not take the judge down for everybody. Each request of
 the table asks for too much of one thing and gets its documented status at once; a normal
@@ -58,7 +58,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str, tiny_qwen_che
 
 
 def _start(ctx: Ctx, log: Path, *extra: str) -> ServerProcess:
-    args = ["--backend", "qwen2_5_vl_hf", "--model", ctx.checkpoint, "--video-root", str(ctx.root), *extra]
+    args = ["--backend", "qwen_vl_hf", "--model", ctx.checkpoint, "--video-root", str(ctx.root), *extra]
     args += ["--max-new-tokens", str(MAX_NEW_TOKENS), "--max-video-frames", str(MAX_VIDEO_FRAMES)]
     args += ["--max-video-mb", str(MAX_VIDEO_MB)]
     return ServerProcess(args, log, plugins=()).wait_ready(timeout=120)

@@ -53,6 +53,6 @@ def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoi
         "run",
         *("--tasks", str(RUN_TASK), "--episodes-per-task", str(RUN_EPISODES), "--num-envs", "2"),
         *("--max-episode-steps", str(RUN_MAX_STEPS), "--chunk", "4", "--policy", "zero"),
-        *("--backend", "qwen2_5_vl_hf", "--model", tiny_qwen_checkpoint, "--out", str(run_dir)),
+        *("--backend", "qwen_vl_hf", "--model", tiny_qwen_checkpoint, "--out", str(run_dir)),
     )
     return EvalRun(run_dir, result.returncode, result.stdout, result.stderr)

@@ -46,7 +46,7 @@ def test_the_tiny_checkpoint_judges_every_counterfactual_through_a_real_server(
     (copy / log.name).write_text("".join(json.dumps(r) + "\n" for r in records))
 
     result = run_reward_eval(
-        "audit", str(copy), "--backend", "qwen2_5_vl_hf", "--model", tiny_qwen_checkpoint, timeout=300
+        "audit", str(copy), "--backend", "qwen_vl_hf", "--model", tiny_qwen_checkpoint, timeout=300
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     audit = json.loads((copy / "audit" / "audit.json").read_text())

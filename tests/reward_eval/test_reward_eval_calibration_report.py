@@ -47,7 +47,7 @@ RECORDS = [
     rec(1, False, 0.05),
     rec(1, False, 1.0, fallback=True),  # left out: it would be a false positive at every threshold
 ]
-SETTINGS = {"backend": "qwen2_5_vl_hf", "model": "/run/tiny", "random_model": True, "plugin": []}
+SETTINGS = {"backend": "qwen_vl_hf", "model": "/run/tiny", "random_model": True, "plugin": []}
 
 
 @pytest.fixture(scope="module")

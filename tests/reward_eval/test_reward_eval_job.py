@@ -3,7 +3,7 @@
 The rollout loop (:mod:`reward_eval.job.rollout`) runs first on a scripted stand-in
 env, which says exactly what reached the policy and the env and what the progress bar
 counted. The real runs use LIBERO and real reward servers on 127.0.0.1: the session's
-shared run (zero policy, local ``qwen2_5_vl_hf`` server on the tiny checkpoint, see
+shared run (zero policy, local ``qwen_vl_hf`` server on the tiny checkpoint, see
 conftest.py) and one short run each of the random and the expert policy against a
 ``fixed_score`` server given by ``--endpoint``. The expert's full episodes run in
 ``test_reward_eval_expert_libero.py``.
@@ -274,7 +274,7 @@ def test_run_command_maps_server_errors_to_status_1(
 @pytest.mark.slow
 def test_without_a_model_the_tiny_random_checkpoint_is_built_into_the_run_dir(tmp_path: Path) -> None:
     args = _scoring_args([])
-    assert args.backend == "qwen2_5_vl_hf"
+    assert args.backend == "qwen_vl_hf"
     model, random_model = options.resolve_model(args, tmp_path)
     assert random_model is True and Path(model) == tmp_path / "tiny-qwen2.5-vl"
     assert (Path(model) / "config.json").is_file() and (Path(model) / "model.safetensors").is_file()
@@ -364,7 +364,7 @@ def test_job_scores_every_episode_and_writes_the_report(
         _assert_png_with_content(png)
 
     settings = json.loads((run.run_dir / "settings.json").read_text())
-    assert settings["backend"] == "qwen2_5_vl_hf" and settings["model"] == tiny_qwen_checkpoint
+    assert settings["backend"] == "qwen_vl_hf" and settings["model"] == tiny_qwen_checkpoint
     assert settings["random_model"] is False and settings["policy"] == "zero"
     assert settings["env_config"].endswith("examples/embodiment/config/env/libero_10.yaml")
     assert settings["tasks"] == [RUN_TASK] and settings["max_episode_steps"] == RUN_MAX_STEPS

@@ -24,7 +24,7 @@ from tests.conftest import moving_square_frames
 from vlm_reward.video_io import encode_mp4
 
 TASKS = {0: "put the bowl on the plate", 1: "open the top drawer and put the bowl inside"}
-SETTINGS = {"backend": "qwen2_5_vl_hf", "model": "/models/tiny-qwen", "random_model": True}
+SETTINGS = {"backend": "qwen_vl_hf", "model": "/models/tiny-qwen", "random_model": True}
 
 
 def rec(task: int, native: bool, score: float, **extra: Any) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def test_markdown_has_each_task_and_the_overall_numbers(report: dict[str, Any]) 
         assert f"| {num(overall[key])} |" in md, key
     assert f"| native success | {overall['tp']} | {overall['fn']} |" in md
     assert "vlm_score >= 0.5 (threshold: the run's success_threshold)" in md
-    assert "backend qwen2_5_vl_hf, model /models/tiny-qwen" in md
+    assert "backend qwen_vl_hf, model /models/tiny-qwen" in md
     assert "| parse_error | 1 |" in md
 
 

@@ -1,6 +1,6 @@
 """``reward_eval rescore``: a run's kept videos scored again by another judge, through real servers.
 
-- Same backend and model (``qwen2_5_vl_hf`` on the tiny checkpoint) as the session's LIBERO
+- Same backend and model (``qwen_vl_hf`` on the tiny checkpoint) as the session's LIBERO
   run: the same answers come back (greedy decoding), so the same scores.
 - Another threshold: a ``fixed_score`` server (known answer) on a source run built with the
   env's own record writer and real MP4s, so ``vlm_success`` is known for each threshold.
@@ -55,7 +55,7 @@ def test_same_backend_and_model_reproduce_the_scores(
 ) -> None:
     assert reward_eval_run.returncode == 0, reward_eval_run.stderr[-3000:]
     out = tmp_path / "rescored"
-    args = ["--backend", "qwen2_5_vl_hf", "--model", tiny_qwen_checkpoint, "--out", str(out)]
+    args = ["--backend", "qwen_vl_hf", "--model", tiny_qwen_checkpoint, "--out", str(out)]
     assert rescore.main([str(reward_eval_run.run_dir), *args]) == 0
     before, after = _records(reward_eval_run.run_dir), _records(out)
     assert len(after) == len(before) > 0

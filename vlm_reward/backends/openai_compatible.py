@@ -67,7 +67,7 @@ from vlm_reward.backends.vllm_settings import REQUEST_KEYS, sampling_params_kwar
 from vlm_reward.judging.model_family import ModelFamily
 from vlm_reward.judging.probability import AnswerTokens
 from vlm_reward.judging.prompts import ServerPrompts
-from vlm_reward.protocol import TEXT_SCORE_MODES
+from vlm_reward.protocol import TEXT_SCORE_MODES, authorization
 
 CONNECTION_KEYS = ("base_url", "served_model_name", "api_key", "timeout", "check_prompt_tokens")
 # `vllm serve ... --media-io-kwargs '<this>'`: every frame of the pinned clip, not resampled.
@@ -205,7 +205,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         self.resolve_family()
         self._processor = AutoProcessor.from_pretrained(self.model)
         self._answer_tokens = answer_tokens_or_error(self._processor.tokenizer)
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        headers = {"Authorization": authorization(self._api_key)} if self._api_key else {}
         self._client = httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout)
         response = await self._client.get("/models")
         response.raise_for_status()

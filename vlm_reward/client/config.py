@@ -36,7 +36,7 @@ class RewardModelConfig(BaseModel):
     timeout: Positive = 120.0
     nframes: PositiveInt = DEFAULT_NFRAMES
     max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
-    backend: str | None = "qwen2_5_vl_vllm"  # None: the server's default backend
+    backend: str | None = "qwen_vl_vllm"  # None: the server's default backend
     backend_kwargs: dict[str, Any] = Field(default_factory=dict)
     video_fps: Positive = DEFAULT_VIDEO_FPS
     fail_on_request_error: bool = False

@@ -28,6 +28,26 @@ class RewardRequestError(RuntimeError):
         self.kind, self.endpoint, self.status, self.reason = kind, endpoint, status, message
 
 
+class RewardAuthError(RewardRequestError):
+    """A replica answered 401: the key is missing or wrong. A configuration error, never a judgement.
+
+    Every replica of a pool shares its keys and every attempt sends the same key, so it is
+    neither failed over nor retried, and no fallback score stands in for it: the client raises
+    it whatever ``fail_on_request_error`` says. The message names the variable the client read
+    the key from (``api_key_env``), or says it sent none.
+    """
+
+    def __init__(self, endpoint: str, message: str, api_key_env: str | None) -> None:
+        super().__init__("unauthorized", endpoint, message, 401)
+        sent = f"the key in ${api_key_env}" if api_key_env else "no key (no api_key_env is set)"
+        self.args = (
+            f"the reward server at {endpoint} refused the request with HTTP 401 (unauthorized): "
+            f"this client sent {sent}; give it the variable that holds a key the server accepts "
+            "(reward_model.api_key_env, or --api-key-env of the evaluation commands).",
+        )
+        self.api_key_env = api_key_env
+
+
 def post_score(
     session: requests.Session,
     endpoint: str,

@@ -35,8 +35,10 @@ logged once per kind of error (the server's error type, e.g. ``parse_error``, or
 
 With ``api_key_env``, every request carries ``Authorization: Bearer <key>`` from that
 variable. A 401 (``unauthorized``: a missing or wrong key) is the same on every replica and
-on every attempt, so it is neither failed over nor retried: it is a fallback of kind
-``unauthorized``, or raised at once with ``fail_on_request_error``.
+on every attempt, so it is neither failed over nor retried, and it is never a fallback: a
+score that stands in for "the judge refused us" would train on the simulator's reward while
+the run claims a VLM's. It raises :class:`~vlm_reward.client.http.RewardAuthError` (naming the
+variable read, or that none was) whatever ``fail_on_request_error`` says.
 """
 
 from __future__ import annotations
@@ -59,10 +61,16 @@ import requests
 from pydantic import ValidationError
 
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.http import RewardRequestError, fails_over, post_score, worth_retrying
+from vlm_reward.client.http import (
+    RewardAuthError,
+    RewardRequestError,
+    fails_over,
+    post_score,
+    worth_retrying,
+)
 from vlm_reward.client.replicas import ReplicaPool
 from vlm_reward.frames import evenly_spaced
-from vlm_reward.protocol import ScoreRequest, ScoreResponse
+from vlm_reward.protocol import ScoreRequest, ScoreResponse, authorization
 from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)
@@ -125,7 +133,7 @@ class RewardClient:
         # The key lives only in the session's headers: never in the config, a log or a result.
         api_key = cfg.api_key()
         if api_key is not None:
-            self._session.headers["Authorization"] = f"Bearer {api_key}"
+            self._session.headers["Authorization"] = authorization(api_key)
         self._pool = ThreadPoolExecutor(cfg.max_concurrency, thread_name_prefix="vlm-reward")
         self._video_dir = cfg.temp_video_dir or tempfile.gettempdir()
         os.makedirs(self._video_dir, exist_ok=True)
@@ -275,6 +283,8 @@ class RewardClient:
         raise AssertionError("unreachable: a pool is never empty")
 
     def _fallback(self, episode: Episode, exc: RewardRequestError, started: float, sent: int) -> ScoreResult:
+        if exc.status == 401:  # never a fallback, whatever fail_on_request_error says
+            raise RewardAuthError(exc.endpoint, exc.reason, self.cfg.api_key_env) from exc
         if self.cfg.fail_on_request_error:
             raise exc
         with self._lock:

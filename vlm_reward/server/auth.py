@@ -20,10 +20,8 @@ import os
 from collections.abc import Collection, Mapping
 
 from vlm_reward.errors import UnauthorizedError
+from vlm_reward.protocol import API_KEY_ENV, AUTH_SCHEME
 from vlm_reward.server.middleware import ASGIApp, Receive, Scope, Send, send_error
-
-API_KEY_ENV = "VLM_REWARD_API_KEY"
-_SCHEME = "bearer"
 
 
 class ApiKeys:
@@ -53,7 +51,7 @@ class ApiKeys:
             return False
         scheme, _, token = authorization.strip().partition(" ")
         token = token.strip()
-        if scheme.lower() != _SCHEME or not token:
+        if scheme.lower() != AUTH_SCHEME.lower() or not token:
             return False
         offered = _digest(token)
         matched = False
@@ -112,9 +110,9 @@ class RequireApiKey:
             await self.app(scope, receive, send)
             return
         exc = UnauthorizedError(
-            "this server requires an API key: send the header 'Authorization: Bearer <key>' "
+            f"this server requires an API key: send the header 'Authorization: {AUTH_SCHEME} <key>' "
             "with a key the server accepts (the env's reward_model.api_key_env names the "
             "variable that holds it)."
         )
         # The body was not read: the connection cannot carry another request.
-        await send_error(send, exc, headers=[(b"www-authenticate", b"Bearer")], close=True)
+        await send_error(send, exc, headers=[(b"www-authenticate", AUTH_SCHEME.encode())], close=True)

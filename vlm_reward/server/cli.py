@@ -18,13 +18,14 @@ from collections.abc import Sequence
 
 from vlm_reward.argtypes import float_at_least, json_object, port, positive_int
 from vlm_reward.backends import canonical_name
+from vlm_reward.protocol import API_KEY_ENV
 from vlm_reward.server.app import create_app
-from vlm_reward.server.auth import API_KEY_ENV, load_api_keys
+from vlm_reward.server.auth import load_api_keys
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.limits import RequestLimits, flag_name
 from vlm_reward.server.serving import ServingOptions, serve
 
-DEFAULT_BACKEND = "qwen2_5_vl_vllm"
+DEFAULT_BACKEND = "qwen_vl_vllm"
 DEFAULT_PORT = 18080
 
 

@@ -11,7 +11,7 @@ root; ``$VLLM_VENV`` moves it, as it does for the set-up script). Whatever start
 - neither: ``ImportError`` with the command that builds the vLLM venv.
 
 A vLLM backend is a registered subclass of
-:class:`~vlm_reward.backends.qwen_vl_vllm.QwenVllmBackend` (``qwen_vl_vllm``, alias ``qwen2_5_vl_vllm``,
+:class:`~vlm_reward.backends.qwen_vl_vllm.QwenVllmBackend` (``qwen_vl_vllm``,
 ``PRIMO-R1``, their aliases). A name the registry does not know (a ``--plugin`` backend not
 imported here) runs on the current interpreter, where the server itself will judge it.
 

@@ -14,7 +14,7 @@ DESIGN_DEFAULTS = {
     "timeout": 120,
     "nframes": 16,
     "max_pixels": 200704,
-    "backend": "qwen2_5_vl_vllm",
+    "backend": "qwen_vl_vllm",
     "backend_kwargs": {},
     "video_fps": 4,
     "fail_on_request_error": False,

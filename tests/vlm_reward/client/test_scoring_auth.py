@@ -2,8 +2,8 @@
 
 ``reward_model.api_key_env`` names the variable with the key and ``ca_bundle`` the
 certificate that verifies the server (self-signed, made here). The right key is scored; a
-wrong one is a fallback of kind ``unauthorized``, sent once (a 401 is neither retried nor
-failed over), and raises at once in strict mode.
+wrong one raises :class:`RewardAuthError` at the first call, sent once (a 401 is neither retried
+nor failed over), in lenient and strict mode alike: it is never a fallback.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
-from vlm_reward.server.auth import API_KEY_ENV
+from vlm_reward.client.http import RewardAuthError
+from vlm_reward.client.scoring import Episode, RewardClient
+from vlm_reward.protocol import API_KEY_ENV
 
 pytestmark = pytest.mark.slow  # a real server process
 
@@ -77,36 +78,27 @@ def test_the_right_key_is_scored(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) 
     assert KEY not in repr(client.cfg) and KEY not in str(client.cfg.model_dump())
 
 
-def test_a_wrong_key_is_an_unauthorized_fallback_sent_once(
-    keyed: Keyed, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+def test_a_wrong_key_raises_at_once_sent_once_whatever_the_failure_policy(
+    keyed: Keyed, monkeypatch: pytest.MonkeyPatch, strict: bool
 ) -> None:
     monkeypatch.setenv(KEY_VAR, "not-the-key")
-    before = keyed.server.log().count("POST /score backend=- status=401")
-    client = _client(keyed, max_retries=3)
-    try:
-        results = client.score_many([_episode() for _ in range(3)])
-    finally:
-        client.close()
-    assert [(r.fallback, r.error_kind, r.score) for r in results] == [(True, "unauthorized", 1.0)] * 3
-    assert dict(client.error_counts) == {"unauthorized": 3}
     line = "POST /score backend=- status=401"
-    deadline = time.monotonic() + 10  # the server logs a request after its response has gone out
-    while keyed.server.log().count(line) - before < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.2)  # a retry, had there been one, would be logged by now
-    assert keyed.server.log().count(line) - before == 3  # no retry
-
-
-def test_strict_mode_raises_at_once(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_VAR, "not-the-key")
-    client = _client(keyed, fail_on_request_error=True, max_retries=3)
+    before = keyed.server.log().count(line)
+    client = _client(keyed, max_retries=3, fail_on_request_error=strict)
     try:
-        with pytest.raises(RewardRequestError) as raised:
+        with pytest.raises(RewardAuthError) as raised:
             client.score(_episode())
     finally:
         client.close()
     assert (raised.value.kind, raised.value.status) == ("unauthorized", 401)
-    assert "not-the-key" not in str(raised.value)
+    assert f"this client sent the key in ${KEY_VAR}" in str(raised.value)
+    assert "not-the-key" not in str(raised.value) and not client.error_counts
+    deadline = time.monotonic() + 10  # the server logs a request after its response has gone out
+    while keyed.server.log().count(line) - before < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # a retry, had there been one, would be logged by now
+    assert keyed.server.log().count(line) - before == 1  # no retry
 
 
 @pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])

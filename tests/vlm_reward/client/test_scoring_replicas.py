@@ -17,6 +17,7 @@ from tests.conftest import moving_square_frames
 from tests.support.canned_server import CannedServer
 from tests.support.server import free_port
 from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.http import RewardAuthError
 from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
 
 REPLY = json.dumps(
@@ -97,7 +98,6 @@ def test_a_failing_replica_is_skipped_and_sits_out_its_cool_down(servers, make_b
 
 NOT_FAILED_OVER = [("http_500", 500, b'{"error": {"type": "inference_error", "message": "OOM"}}')]
 NOT_FAILED_OVER += [("limit_exceeded_422", 422, BAD_REQUEST), ("parse_error_502", 502, PARSE_ERROR)]
-NOT_FAILED_OVER += [("unauthorized_401", 401, UNAUTHORIZED)]  # the pool shares its keys
 
 
 @pytest.mark.parametrize(
@@ -115,6 +115,21 @@ def test_an_error_of_the_request_itself_is_not_sent_to_another_replica(
     assert (result.fallback, result.score, result.endpoint) == (True, 1.0, None)
     assert [s.hits for s in servers] == [1, 0]
     assert client.replicas.failovers == 0
+
+
+def test_a_401_is_raised_at_once_never_failed_over_nor_a_fallback(servers, tmp_path) -> None:
+    """The pool shares its keys: a 401 is the client's configuration, the same on every replica."""
+    servers += [CannedServer(401, UNAUTHORIZED), CannedServer(200, REPLY)]
+    client = _client([s.endpoint for s in servers], tmp_path)
+    try:
+        with pytest.raises(
+            RewardAuthError, match=r"HTTP 401 .*this client sent no key \(no api_key_env is set\)"
+        ):
+            client.score(_episode(native=True))
+    finally:
+        client.close()
+    assert [s.hits for s in servers] == [1, 0]
+    assert client.replicas.failovers == 0 and not client.error_counts
 
 
 def test_all_replicas_down_applies_the_fallback_after_the_retry_rounds(servers, tmp_path) -> None:

@@ -18,7 +18,8 @@ import requests
 
 from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
-from vlm_reward.server.auth import API_KEY_ENV, ApiKeys, load_api_keys
+from vlm_reward.protocol import API_KEY_ENV
+from vlm_reward.server.auth import ApiKeys, load_api_keys
 from vlm_reward.server.cli import is_loopback, parse_config
 
 KEY_ONE = "key-one-7d1f0c9a2b"

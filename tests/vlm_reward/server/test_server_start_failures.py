@@ -34,7 +34,7 @@ QUICK_S = 30.0
     ("args", "reason"),
     [
         (
-            ["--backend", "qwen2_5_vl_hf", "--model", MISSING],
+            ["--backend", "qwen_vl_hf", "--model", MISSING],
             f"model path '{MISSING}' does not exist; give a checkpoint directory holding config.json",
         ),
         (
