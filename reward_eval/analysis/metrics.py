@@ -1,8 +1,8 @@
 """How well the VLM's judgement matches the simulator's success: pure functions over episode records.
 
 The input is the episode records the env writes, one per scored episode
-(:class:`vlm_reward.client.episode_record.EpisodeRecord`, read by
-:func:`.episode_log.load_episodes`; a decoded line as a mapping is validated into one); only
+(:class:`vlm_reward.client.episode_record.EpisodeRecord`, read by its module's
+``read_episode_log``; a decoded line as a mapping is validated into one); only
 ``task_id``, ``native_success`` and ``vlm_score`` are required, the rest (``task_text``,
 ``fallback``, ``error``, ``error_kind``, ``latency_s``, ``success_threshold``,
 ``binary_reward``) is used when present.

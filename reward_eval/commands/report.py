@@ -22,14 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.analysis.audit import ORIGINAL, summarize_audit
-from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.analysis.perturbations import FAILURE
-from reward_eval.commands.audit import AUDIT_DIR, read_settings
-from reward_eval.job.run_dir import default_run_dir, finish_report, write_settings
+from reward_eval.job.run_dir import default_run_dir, finish_report
+from reward_eval.job.settings import RunSettings
+from reward_eval.judging.audit_run import AUDIT_DIR, summary_block
 from reward_eval.report.audit import AUDIT_FILE, write_audit_report
 from vlm_reward.argtypes import unit_interval
-from vlm_reward.client.episode_record import write_episode_log
+from vlm_reward.client.episode_record import read_episode_log, write_episode_log
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,28 +83,27 @@ def copy_audit(source: Path, out: Path, threshold: float, random_model: bool) ->
     write_audit_report(
         out / AUDIT_DIR, audit, f"Judge audit of {source} at threshold {threshold:g}", random_model
     )
-    return {"dir": AUDIT_DIR, **{k: v for k, v in audit.items() if k != "cases"}}
+    return summary_block(audit)
 
 
 def report(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the command for parsed ``args``; returns the report's paths."""
-    records = {log: load_episodes(log) for log in args.logs}
+    records = {log: read_episode_log(log) for log in args.logs}
     threshold = resolve_threshold([r for rs in records.values() for r in rs], args.threshold)[0]
     args.out.mkdir(parents=True, exist_ok=True)
     for log, rs in records.items():
         write_episode_log(args.out / log.name, [r.at_threshold(threshold, args.binary_reward) for r in rs])
-    source_settings = read_settings(args.source)
-    settings = {
-        **source_settings,
-        "command": "report",
-        "source": str(args.source),
-        "out": str(args.out),
-        "threshold": threshold,
-        "success_threshold": threshold,
-        "binary_reward": args.binary_reward,
-    }
-    write_settings(args.out, settings)
-    audit = copy_audit(args.source, args.out, threshold, bool(source_settings.get("random_model")))
+    source_settings = RunSettings.read(args.source)
+    settings = source_settings.derived(
+        "report",
+        source=str(args.source),
+        out=str(args.out),
+        threshold=threshold,
+        success_threshold=threshold,
+        binary_reward=args.binary_reward,
+    )
+    settings.write(args.out)
+    audit = copy_audit(args.source, args.out, threshold, source_settings.random_model)
     title = f"VLM reward vs native success: {args.source.name} at threshold {threshold:g}"
     return finish_report(args.out, settings, title, {"audit": audit} if audit else None)
 

@@ -21,45 +21,25 @@ and the report.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-from tqdm import tqdm
-
-from reward_eval.analysis.episode_log import episode_logs, load_episodes
+from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.progress import summarize_progress
-from reward_eval.job.options import (
-    ENDPOINT_MODEL,
-    add_scoring_options,
-    check_scoring_options,
-    prefix_count,
-    resolve_model,
-    reward_overrides,
-)
+from reward_eval.job.options import add_scoring_options, check_scoring_options, prefix_count, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
-from reward_eval.job.run_dir import (
-    default_run_dir,
-    finish_report,
-    plain_options,
-    run_command,
-    write_settings,
-)
-from reward_eval.judging.endpoint import scoring_endpoint
-from reward_eval.judging.prefixes import (
-    EPISODES_FILE,
-    Episode,
-    score_prefixes,
-    write_episodes,
-)
+from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
+from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
+from reward_eval.judging.calls import JudgeCall, judge_all
+from reward_eval.judging.config import judge_config
+from reward_eval.judging.endpoint import JudgeEndpoint, scoring_endpoint
+from reward_eval.judging.prefixes import EPISODES_FILE, score_prefixes, write_episodes
 from vlm_reward.argtypes import positive_int
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeRecord, write_episode_log
+from vlm_reward.client.episode_record import EpisodeRecord, read_episode_log, write_episode_log
 from vlm_reward.client.scoring import RewardClient
 
 
@@ -117,86 +97,67 @@ def source_logs(source: Path) -> list[Path]:
     raise ValueError(f"source {source} is neither a run dir nor an episode JSONL file.")
 
 
-def load_sources(source: Path) -> dict[Path, tuple[list[EpisodeRecord], list[str]]]:
-    """``{episode log: (records, their video paths)}``; ``ValueError`` when a video is missing."""
+def load_sources(source: Path) -> dict[Path, list[KeptEpisode]]:
+    """``{episode log: its episodes}``; ``ValueError`` when a log is empty or a video is missing."""
     sources = {}
     for log in source_logs(source):
-        records = load_episodes(log)
+        records = read_episode_log(log)
         if not records:
             raise ValueError(f"{log} holds no episodes to re-score.")
-        sources[log] = (records, check_videos(records, log))
+        kept = kept_episodes([log])
+        have = {e.index for e in kept}
+        missing = [i for i in range(len(records)) if i not in have]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} of {len(records)} episodes in {log} have no kept video (first: record "
+                f"{missing[0]}); re-scoring needs a run made with --keep-videos whose videos still exist."
+            )
+        sources[log] = kept
     return sources
 
 
-def check_videos(records: Sequence[EpisodeRecord], source: Path) -> list[str]:
-    """The records' video paths; ``ValueError`` naming how many are missing and why."""
-    paths = [r.video_path for r in records]
-    missing = [i for i, p in enumerate(paths) if not p or not os.path.isfile(p)]
-    if missing:
-        raise ValueError(
-            f"{len(missing)} of {len(records)} episodes in {source} have no kept video (first: record "
-            f"{missing[0]}); re-scoring needs a run made with --keep-videos whose videos still exist."
-        )
-    return [str(p) for p in paths]
-
-
-def common_value(values: Sequence[Any]) -> Any:
-    """The one value of ``values`` that is not ``None`` (``None`` when there is none, or several)."""
-    found = {v for v in values if v is not None}
-    return found.pop() if len(found) == 1 else None
-
-
-def reward_config(
-    args: argparse.Namespace, endpoint: str, records: Sequence[EpisodeRecord]
-) -> RewardModelConfig:
-    """The env YAML's ``reward_model`` block with these options, the source's judgement as default."""
-    block = OmegaConf.to_container(OmegaConf.load(args.env_config).reward_model, resolve=False)
-    block.update(reward_overrides(args, endpoint), episode_log_dir=None)
-    source = {"use_for_training": common_value([r.used_for_training for r in records])}
-    if args.threshold is None:
-        source["success_threshold"] = common_value([r.success_threshold for r in records])
-    if args.binary_reward is None:
-        source["binary_reward"] = common_value([r.binary_reward for r in records])
-    block.update({key: value for key, value in source.items() if value is not None})
-    return RewardModelConfig.from_mapping(block)
-
-
 def rescore_records(
-    client: RewardClient, records: Sequence[EpisodeRecord], videos: Sequence[str], concurrency: int
+    client: RewardClient, episodes: Sequence[KeptEpisode], concurrency: int
 ) -> list[EpisodeRecord]:
     """New records, in source order: the source's metadata and native outcome, the new judgement."""
     cfg = client.cfg
-
-    def one(i: int) -> EpisodeRecord:
-        record = records[i]
-        nframes = int(record.frames_sent or cfg.nframes)
-        result = client.score_video(str(record.task_text), videos[i], nframes, record.native_success)
-        return EpisodeRecord.judged(record.meta, result, record.native_success, cfg)
-
-    with ThreadPoolExecutor(concurrency) as pool:
-        bar = tqdm(pool.map(one, range(len(records))), total=len(records), unit="episode", file=sys.stderr)
-        return list(bar)
+    calls = [
+        JudgeCall(
+            str(e.record.task_text),
+            e.video,
+            int(e.record.frames_sent or cfg.nframes),
+            e.record.native_success,
+        )
+        for e in episodes
+    ]
+    results = judge_all(client, calls, concurrency, "rescore")
+    return [
+        EpisodeRecord.judged(e.record.meta, result, e.record.native_success, cfg)
+        for e, result in zip(episodes, results, strict=True)
+    ]
 
 
 def rescore(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the command for parsed ``args``; returns the report's paths."""
     out, sources = args.out, args.sources
     out.mkdir(parents=True, exist_ok=True)
-    folders = [os.path.dirname(os.path.abspath(v)) for _, videos in sources.values() for v in videos]
+    folders = [os.path.dirname(os.path.abspath(e.video)) for kept in sources.values() for e in kept]
     if args.prefixes:  # the prefix videos are written into out: the local server must read them
         folders.append(str(out))
     video_root = Path(os.path.commonpath(folders))
     extra: dict[str, Any] = {}
     model, random_model = resolve_model(args, out)
-    random_model = random_model or is_source_random_model(args.source, model)
-    with scoring_endpoint(args, model, video_root, out / "reward_server.log") as endpoint:
-        cfg = reward_config(args, endpoint, [r for records, _ in sources.values() for r in records])
-        settings = rescore_settings(args, model, random_model, endpoint, cfg)
-        write_settings(out, settings)
+    source = RunSettings.read(args.source if args.source.is_dir() else args.source.parent)
+    random_model = random_model or (source.random_model and source.serves(model))
+    records = [e.record for kept in sources.values() for e in kept]
+    with scoring_endpoint(args, model, video_root, out / "reward_server.log") as judge:
+        cfg = judge_config(args, judge, records, args.env_config)
+        settings = rescore_settings(args, model, random_model, judge, cfg)
+        settings.write(out)
         client = RewardClient(cfg)
         try:
-            for log, (records, videos) in sources.items():
-                write_episode_log(out / log.name, rescore_records(client, records, videos, args.concurrency))
+            for log, kept in sources.items():
+                write_episode_log(out / log.name, rescore_records(client, kept, args.concurrency))
             if args.prefixes:
                 extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
         finally:
@@ -205,56 +166,38 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
 
 
 def progress_order(
-    client: RewardClient,
-    sources: Mapping[Path, tuple[list[EpisodeRecord], list[str]]],
-    k: int,
-    out: Path,
-    concurrency: int,
+    client: RewardClient, sources: Mapping[Path, list[KeptEpisode]], k: int, out: Path, concurrency: int
 ) -> dict[str, Any]:
     """Judge the ``k`` prefixes of every kept video; write ``voc_episodes.jsonl`` and return the
     summary's ``progress`` block (:func:`..analysis.progress.summarize_progress`, with the
     per-episode results under ``episodes``)."""
-    episodes = [
-        Episode(log.name, i, record, video)
-        for log, (records, videos) in sources.items()
-        for i, (record, video) in enumerate(zip(records, videos, strict=True))
-    ]
+    episodes = [e for kept in sources.values() for e in kept]
     results = score_prefixes(client, episodes, k, out, concurrency)
     write_episodes(out / EPISODES_FILE, results)
     return {**summarize_progress(results, k), "episodes_file": EPISODES_FILE, "episodes": results}
 
 
-def is_source_random_model(source: Path, model: str | None) -> bool:
-    """Whether ``model`` is the random checkpoint the source run says it was scored with.
-
-    Re-scoring with the tiny model a run built keeps the report's "random scores" warning.
-    """
-    settings_path = (source if source.is_dir() else source.parent) / "settings.json"
-    if model is None or not settings_path.is_file():
-        return False
-    settings = json.loads(settings_path.read_text(encoding="utf-8"))
-    same = isinstance(settings.get("model"), str) and os.path.realpath(settings["model"]) == os.path.realpath(
-        model
-    )
-    return bool(settings.get("random_model")) and same
-
-
 def rescore_settings(
-    args: argparse.Namespace, model: str | None, random_model: bool, endpoint: str, cfg: RewardModelConfig
-) -> dict[str, Any]:
-    """The settings recorded in ``settings.json`` and the report's provenance table: every
-    option, then what was resolved from them (model, endpoint, the judgement settings)."""
-    return {
-        "command": "rescore",
-        **plain_options(vars(args), skip=("sources",)),
-        "backend": args.backend,
-        "model": model if args.endpoint is None else ENDPOINT_MODEL,
-        "random_model": random_model,
-        "endpoint": endpoint,
-        "success_threshold": cfg.success_threshold,
-        "binary_reward": cfg.binary_reward,
-        "score_mode": cfg.score_mode,
-    }
+    args: argparse.Namespace,
+    model: str | None,
+    random_model: bool,
+    judge: JudgeEndpoint,
+    cfg: RewardModelConfig,
+) -> RunSettings:
+    """What ``settings.json`` records: every option, then what was resolved from them (model,
+    endpoint, the judgement settings)."""
+    return RunSettings.from_options(
+        "rescore",
+        vars(args),
+        skip=("sources",),
+        backend=args.backend,
+        model=model if args.endpoint is None else ENDPOINT_MODEL,
+        random_model=random_model,
+        endpoint=judge.url,
+        success_threshold=cfg.success_threshold,
+        binary_reward=cfg.binary_reward,
+        score_mode=cfg.score_mode,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,8 @@
    with the ``--policy`` choosing each chunk of actions; the env scores every episode once
    at its end and appends its JSONL line to the run dir;
 4. unless ``--no-audit``, audits the judge on counterfactual episodes of the kept videos
-   (:mod:`.audit`, into ``audit/``) while the server is still up;
+   (:mod:`..judging.audit_run`, as the ``audit`` command does, into ``audit/``) while the
+   server is still up;
 5. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
    ``report.md``, ``report.html`` and the plots (``report.evaluation.write_report``), prints
    the short table and the report's path.
@@ -32,9 +33,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from reward_eval.analysis.episode_log import episode_logs
-from reward_eval.commands.audit import audit_own_run
+from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.job.options import (
-    ENDPOINT_MODEL,
     add_scoring_options,
     check_scoring_options,
     resolve_model,
@@ -43,16 +43,15 @@ from reward_eval.job.options import (
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.quiet import dropping_stdout_lines
 from reward_eval.job.rollout import make_env, rollout
-from reward_eval.job.run_dir import (
-    default_run_dir,
-    finish_report,
-    plain_options,
-    run_command,
-    write_settings,
-)
-from reward_eval.judging.endpoint import scoring_endpoint
+from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
+from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
+from reward_eval.judging.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir, summary_block
+from reward_eval.judging.config import judge_config
+from reward_eval.judging.counterfactuals import AuditInputError
+from reward_eval.judging.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.policies import make_policy, policy_names
 from vlm_reward.argtypes import json_object, positive_int
+from vlm_reward.client.scoring import RewardClient
 
 DEFAULT_TASKS = "0,1"
 
@@ -186,14 +185,14 @@ def trials_per_task(suite: str) -> list[int]:
     return [len(bench.get_task_init_states(t)) for t in range(bench.get_num_tasks())]
 
 
-def env_config(args: argparse.Namespace, endpoint: str, run_dir: Path) -> DictConfig:
-    """The env YAML with the reward model on, scoring against ``endpoint``, logging to ``run_dir``."""
+def env_config(args: argparse.Namespace, judge: JudgeEndpoint, run_dir: Path) -> DictConfig:
+    """The env YAML with the reward model on, scoring against ``judge``, logging to ``run_dir``."""
     cfg = OmegaConf.load(args.env_config)
     if args.max_episode_steps is not None:
         cfg.max_episode_steps = args.max_episode_steps
     cfg.task_id_filter = sorted(args.tasks)  # the env's first (random) reset stays in our tasks
     block = {
-        **reward_overrides(args, endpoint),
+        **reward_overrides(args, judge),
         "use_for_training": False,  # shadow mode: nothing trains here, the records say so
         "episode_log_dir": str(run_dir),
         "keep_temp_video": args.keep_videos,
@@ -205,24 +204,22 @@ def env_config(args: argparse.Namespace, endpoint: str, run_dir: Path) -> DictCo
 
 
 def run_settings(
-    args: argparse.Namespace, model: str | None, random_model: bool, endpoint: str, reset_ids: list[int]
-) -> dict[str, Any]:
-    """The settings recorded in ``settings.json`` and the report's provenance table.
-
-    Every option, then what was resolved from them (the model actually served, the endpoint
-    actually used, the reset state ids), which wins where the names are the same.
-    """
-    return {
-        "command": "run",
-        **plain_options(vars(args), skip=DERIVED),
-        "backend": args.backend,
-        "model": model if args.endpoint is None else ENDPOINT_MODEL,
-        "random_model": random_model,
-        "endpoint": endpoint,
-        "env_config": str(args.env_config),
-        "policy": args.policy,
-        "reset_state_ids": reset_ids,
-    }
+    args: argparse.Namespace, model: str | None, random_model: bool, judge: JudgeEndpoint
+) -> RunSettings:
+    """What ``settings.json`` records: every option, then what was resolved from them (the model
+    actually served, the endpoint actually used, the reset state ids), which win."""
+    return RunSettings.from_options(
+        "run",
+        vars(args),
+        skip=DERIVED,
+        backend=args.backend,
+        model=model if args.endpoint is None else ENDPOINT_MODEL,
+        random_model=random_model,
+        endpoint=judge.url,
+        env_config=str(args.env_config),
+        policy=args.policy,
+        reset_state_ids=args.reset_state_ids,
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Path]:
@@ -230,19 +227,47 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
     run_dir, reset_ids, policy = args.out, args.reset_state_ids, args.policy_obj
     run_dir.mkdir(parents=True, exist_ok=True)
     model, random_model = resolve_model(args, run_dir)
-    with scoring_endpoint(args, model, run_dir, run_dir / "reward_server.log") as endpoint:
-        settings = run_settings(args, model, random_model, endpoint, reset_ids)
-        write_settings(run_dir, settings)
-        env = make_env(env_config(args, endpoint, run_dir), min(args.num_envs, len(reset_ids)))
+    with scoring_endpoint(args, model, run_dir, run_dir / "reward_server.log") as judge:
+        settings = run_settings(args, model, random_model, judge)
+        settings.write(run_dir)
+        env = make_env(env_config(args, judge, run_dir), min(args.num_envs, len(reset_ids)))
         try:
             rollout(env, policy, reset_ids, args.chunk)
         finally:
             env.close()
             env.env.close()
-        extra = {"audit": audit_own_run(args, endpoint, run_dir, random_model)} if wants_audit(args) else {}
+        extra = {"audit": own_audit(args, judge, settings)} if wants_audit(args) else {}
     tasks = ",".join(map(str, args.tasks))
     title = f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
     return finish_report(run_dir, settings, title, extra)
+
+
+def own_audit(args: argparse.Namespace, judge: JudgeEndpoint, settings: RunSettings) -> dict[str, Any]:
+    """The audit of the run just made, on its judge, into ``RUN_DIR/audit``: the block of the run's
+    summary, or ``{"skipped": reason}`` when the run cannot be audited (e.g. no native success),
+    which is not a failure of the run."""
+    try:
+        episodes = audit_episodes(args.out)
+    except AuditInputError as exc:
+        return {"skipped": str(exc)}
+    records = [e.record for e in episodes]
+    client = RewardClient(judge_config(args, judge, records, args.env_config))
+    try:
+        summary, _ = audit_run_dir(
+            client,
+            episodes,
+            args.out / AUDIT_DIR,
+            settings=settings,
+            threshold=resolve_threshold(records, args.threshold)[0],
+            seed=0,
+            concurrency=4,
+            title=f"Judge audit of {args.out}",
+        )
+    except AuditInputError as exc:
+        return {"skipped": str(exc)}
+    finally:
+        client.close()
+    return summary_block(summary)
 
 
 def wants_audit(args: argparse.Namespace) -> bool:

@@ -15,9 +15,11 @@ With a Qwen-VL backend (``qwen_vl_hf``, ``qwen_vl_vllm``, ``PRIMO-R1``) and no
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
+from reward_eval.judging.endpoint import JudgeEndpoint
 from vlm_reward.argtypes import json_object, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
@@ -28,9 +30,9 @@ from vlm_reward.tools.tiny_families import TINY_FAMILIES
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
 TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
-# Options that configure a server we start.
+# Options that configure a server we start, and options only a given --endpoint takes.
 LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
-ENDPOINT_MODEL = "the server's (--endpoint)"  # settings.json's "model" when scored against --endpoint
+ENDPOINT_ONLY = ("api_key_env", "ca_bundle")
 
 
 def prefix_count(text: str) -> int:
@@ -85,7 +87,8 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     server.add_argument(
         "--api-key-env",
         metavar="NAME",
-        help="environment variable holding the --endpoint server's API key (never the key itself)",
+        help="environment variable holding the --endpoint server's API key (never the key itself); "
+        "a local server gets a fresh key of its own",
     )
     server.add_argument(
         "--ca-bundle", metavar="PATH", help="PEM bundle verifying an https --endpoint (default: the system's)"
@@ -116,7 +119,7 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     judge.add_argument(
         "--score-mode",
         choices=SCORE_MODES,
-        help="how the server reads a bare number (default: the backend's)",
+        help="how the server reads the judge's answer as a score (default: the backend's)",
     )
     judge.add_argument("--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs")
     judge.add_argument(
@@ -130,15 +133,22 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     )
 
 
+def _given(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    return [f"--{name.replace('_', '-')}" for name in names if getattr(args, name, None)]
+
+
 def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Reject contradictory server options and fill in the local backend's default."""
     if args.endpoint is not None:
         if not args.endpoint.startswith(("http://", "https://")):
             parser.error(f"--endpoint must be an http(s) URL, got {args.endpoint!r}.")
-        given = [f"--{name.replace('_', '-')}" for name in LOCAL_ONLY if getattr(args, name)]
-        if given:
+        if given := _given(args, LOCAL_ONLY):
             parser.error(f"{', '.join(given)} only configure a local server; drop them or --endpoint.")
+        if args.api_key_env and not os.environ.get(args.api_key_env, "").strip():
+            parser.error(f"--api-key-env names {args.api_key_env}, but that variable is unset or empty.")
         return
+    if given := _given(args, ENDPOINT_ONLY):
+        parser.error(f"{', '.join(given)} only apply to an --endpoint; a local server gets a fresh key.")
     args.backend = args.backend or DEFAULT_LOCAL_BACKEND
     if args.model is not None and args.tiny_family is not None:
         parser.error("--tiny-family picks the tiny checkpoint built when no --model is given; drop one.")
@@ -174,18 +184,19 @@ def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, 
     return str(path), True
 
 
-def reward_overrides(args: argparse.Namespace, endpoint: str) -> dict[str, Any]:
-    """The ``reward_model`` keys these options set (the rest come from the env YAML)."""
+def reward_overrides(args: argparse.Namespace, judge: JudgeEndpoint) -> dict[str, Any]:
+    """The ``reward_model`` keys these options set, pointed at ``judge`` (the rest come from the
+    env YAML)."""
     overrides: dict[str, Any] = {
         "enable": True,
-        "endpoint": endpoint,
+        "endpoint": judge.url,
         "backend": args.backend,
         "backend_kwargs": dict(args.backend_kwargs),
         "timeout": args.request_timeout,
         "send_video_inline": args.send_video_inline,
         "fail_on_request_error": False,  # a failed call is data here (fallback, counted)
         # the variable's name, never the key: the block is saved with the run's settings
-        "api_key_env": getattr(args, "api_key_env", None),
+        "api_key_env": judge.api_key_env,
         "ca_bundle": getattr(args, "ca_bundle", None),
     }
     for key, value in (

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.episode_log import KeptEpisode
 from reward_eval.analysis.perturbations import (
     FAILURE,
     Counterfactual,
@@ -33,7 +34,6 @@ from reward_eval.analysis.perturbations import (
     perturbation_names,
 )
 from reward_eval.judging.calls import JudgeCall, judge_all
-from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 
@@ -41,16 +41,6 @@ from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 class AuditInputError(ValueError):
     """The run cannot be audited (no kept video, no native success, no readable success video):
     the user's to fix, not a bug; the command ends with its message and exit status 3."""
-
-
-@dataclass(frozen=True)
-class AuditEpisode:
-    """One kept video of the run: where its record is, the record, and the video's path."""
-
-    log: str
-    index: int
-    record: EpisodeRecord
-    video: str
 
 
 @dataclass(frozen=True)
@@ -69,7 +59,7 @@ def decode_frames(video: str) -> tuple[np.ndarray, float]:
     return clip.frames, clip.fps
 
 
-def source_of(episode: AuditEpisode, frames: np.ndarray, hard_negative: str | None, seed: int) -> Source:
+def source_of(episode: KeptEpisode, frames: np.ndarray, hard_negative: str | None, seed: int) -> Source:
     """The perturbations' input for ``episode``; its random choices are seeded by ``(seed, index
     of the record in its log)``, so an episode's counterfactuals do not depend on the others."""
     return Source(frames, str(episode.record.task_text), hard_negative, (seed, episode.index))
@@ -86,7 +76,7 @@ def episode_counterfactuals(source: Source, native_success: bool) -> list[tuple[
 
 
 def _episode_calls(
-    episode: AuditEpisode,
+    episode: KeptEpisode,
     source: Source,
     folder: Path,
     tag: str,
@@ -116,7 +106,7 @@ def _episode_calls(
 
 def judge_episodes(
     client: RewardClient,
-    episodes: Sequence[AuditEpisode],
+    episodes: Sequence[KeptEpisode],
     hard_negatives: Mapping[Any, str | None],
     seed: int,
     work_dir: Path,

@@ -11,72 +11,126 @@ server outlives the command. The server's output goes to a log file in the run d
 error messages point to; a server that does not come up is
 :class:`vlm_reward.tools.server_process.ServerStartError`.
 
-Both errors are the user's to fix, not bugs: :data:`JUDGE_ERRORS` end a command with
-their one-line message and status 1 (:func:`..job.run_dir.run_command`).
+Keys: a local server gets a fresh random key from the command, passed to it explicitly as
+:data:`vlm_reward.protocol.API_KEY_ENV` and to the command's own client through
+:data:`LOCAL_KEY_ENV`, so a key the user exported (the cluster recipe exports one) is never
+inherited by the server while the client sends none. A given ``--endpoint`` gets the key of
+the variable ``--api-key-env`` names; its check asks an authenticated route, so a refused key
+ends the command before any rollout.
+
+These errors are the user's to fix, not bugs: :data:`JUDGE_ERRORS` end a command with their
+one-line message and status 1 (:func:`..job.run_dir.run_command`); a 401 is one of them
+(:class:`vlm_reward.client.http.RewardAuthError`, never a fallback).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
+from vlm_reward.client.http import RewardAuthError
+from vlm_reward.protocol import API_KEY_ENV, authorization
 from vlm_reward.tools.runtime import server_python
-from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, backend_args, health_url
+from vlm_reward.tools.server_process import (
+    RewardServerProcess,
+    ServerStartError,
+    backend_args,
+    health_url,
+    route_url,
+)
+
+# The variable through which a command's own client reads the key of the local server it started.
+LOCAL_KEY_ENV = "REWARD_EVAL_LOCAL_SERVER_KEY"
 
 
 class EndpointUnavailableError(RuntimeError):
     """A given ``--endpoint`` is not a ready reward server (unreachable, or ``/health`` not 200)."""
 
 
-JUDGE_ERRORS = (EndpointUnavailableError, ServerStartError)
+JUDGE_ERRORS = (EndpointUnavailableError, ServerStartError, RewardAuthError)
 
 
-def check_endpoint(endpoint: str, timeout: float = 10.0) -> None:
-    """Fail early, naming the URL, when a given endpoint is not a healthy server.
+@dataclass(frozen=True)
+class JudgeEndpoint:
+    """Where a command's calls go: the ``/score`` URL and the variable its client reads the key
+    from (``reward_model.api_key_env``; ``None``: the server takes no key)."""
 
-    Asked with ``requests``, as the env's client will ask it (same proxy settings).
+    url: str
+    api_key_env: str | None
+
+
+def check_endpoint(
+    endpoint: str, api_key_env: str | None = None, ca_bundle: str | None = None, timeout: float = 10.0
+) -> None:
+    """Fail early, naming the URL, when a given endpoint is not a healthy server or refuses our key.
+
+    Asked with ``requests``, as the env's client will ask it (same proxy settings). ``/health``
+    is public, so the key is checked on ``GET /backends``, which a keyed server guards.
     """
     url = health_url(endpoint)
+    verify: str | bool = ca_bundle or True
     try:
-        status = requests.get(url, timeout=timeout).status_code
+        status = requests.get(url, timeout=timeout, verify=verify).status_code
     except requests.RequestException as exc:
         raise EndpointUnavailableError(f"the reward server is not reachable at {url}: {exc}") from exc
     if status != 200:
         raise EndpointUnavailableError(f"the reward server at {url} is not ready (HTTP {status}).")
+    key = os.environ.get(api_key_env, "").strip() if api_key_env else ""
+    headers = {"Authorization": authorization(key)} if key else {}
+    try:
+        guarded = requests.get(
+            route_url(endpoint, "/backends"), headers=headers, timeout=timeout, verify=verify
+        )
+    except requests.RequestException as exc:
+        raise EndpointUnavailableError(f"the reward server at {endpoint} stopped answering: {exc}") from exc
+    if guarded.status_code == 401:
+        raise RewardAuthError(endpoint, "unauthorized", api_key_env)
 
 
 def local_server(
-    args: argparse.Namespace, model: str, video_root: Path, log_path: Path
+    args: argparse.Namespace, model: str, video_root: Path, log_path: Path, key: str
 ) -> RewardServerProcess:
     """Start (not await) the local server of ``--backend``/``--plugin``/``--server-kwargs`` serving
-    ``model``, with ``video_root`` as its ``--video-root``: every video sent by path must lie in it."""
+    ``model``, with ``video_root`` as its ``--video-root`` (every video sent by path must lie in
+    it) and ``key`` as its only API key, whatever the environment holds."""
     return RewardServerProcess(
         backend_args(args.backend, model, video_root, args.server_kwargs),
         log_path,
         python=server_python(args.backend),
         plugins=args.plugin,
+        env={API_KEY_ENV: key},
     )
 
 
 @contextmanager
 def scoring_endpoint(
     args: argparse.Namespace, model: str | None, video_root: Path, log_path: Path
-) -> Iterator[str]:
-    """Yield the ``/score`` URL: the given ``--endpoint`` (checked), or a local server's (started,
-    awaited for ``--server-start-timeout`` s, and always stopped)."""
+) -> Iterator[JudgeEndpoint]:
+    """Yield where to score: the given ``--endpoint`` (checked, key included), or a local server
+    (started with a fresh key, awaited for ``--server-start-timeout`` s, and always stopped)."""
     if args.endpoint is not None:
-        check_endpoint(args.endpoint)
-        yield args.endpoint
+        check_endpoint(args.endpoint, args.api_key_env, args.ca_bundle)
+        yield JudgeEndpoint(args.endpoint, args.api_key_env)
         return
+    key = secrets.token_urlsafe(32)
     # model is never None here: check_scoring_options + resolve_model see to it.
-    server = local_server(args, str(model), video_root, log_path)
+    server = local_server(args, str(model), video_root, log_path, key)
+    previous = os.environ.get(LOCAL_KEY_ENV)
+    os.environ[LOCAL_KEY_ENV] = key
     try:
         server.wait_ready(args.server_start_timeout)
         print(f"[reward-eval] local {args.backend} server on {server.endpoint} (log: {log_path})")
-        yield server.endpoint
+        yield JudgeEndpoint(server.endpoint, LOCAL_KEY_ENV)
     finally:
         server.stop()
+        if previous is None:
+            os.environ.pop(LOCAL_KEY_ENV, None)
+        else:
+            os.environ[LOCAL_KEY_ENV] = previous

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reward_eval.analysis.episode_log import KeptEpisode
 from reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
 from reward_eval.judging.calls import JudgeCall, judge_all
 from vlm_reward.client.episode_record import EpisodeRecord
@@ -36,16 +37,6 @@ from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 EPISODES_FILE = "voc_episodes.jsonl"
 # The fields of a source record copied into its per-episode VOC result.
 META_KEYS = ("task_id", "task_text", "trial_id", "reset_state_id", "native_success", "video_path")
-
-
-@dataclass(frozen=True)
-class Episode:
-    """One kept video to cut into prefixes: where its record is, and the record itself."""
-
-    log: str
-    index: int
-    record: EpisodeRecord
-    video: str
 
 
 @dataclass(frozen=True)
@@ -72,7 +63,9 @@ def cut_prefixes(video: str, k: int, folder: Path, tag: str, fallback_fps: float
     return Prefixes(frames, paths)
 
 
-def episode_result(episode: Episode, prefixes: Prefixes, scores: Sequence[float | None]) -> dict[str, Any]:
+def episode_result(
+    episode: KeptEpisode, prefixes: Prefixes, scores: Sequence[float | None]
+) -> dict[str, Any]:
     """The per-episode line of ``voc_episodes.jsonl``: where it came from, its prefixes' frame
     counts and scores (``None`` for a fallback), its VOC or why it has none."""
     meta = {key: getattr(episode.record, key) for key in META_KEYS}
@@ -87,7 +80,7 @@ def episode_result(episode: Episode, prefixes: Prefixes, scores: Sequence[float 
 
 def score_prefixes(
     client: RewardClient,
-    episodes: Sequence[Episode],
+    episodes: Sequence[KeptEpisode],
     k: int,
     work_dir: Path,
     concurrency: int,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.required import require_tool
 from tests.support.server import REPO, ServerProcess, free_port
 
 SCRIPTS = sorted(
@@ -32,8 +33,9 @@ def _dry_run(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[str(s.relative_to(REPO)) for s in SCRIPTS])
 def test_scripts_parse_and_pass_shellcheck(script: Path) -> None:
-    subprocess.run(["bash", "-n", str(script)], check=True)
-    result = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True)
+    subprocess.run(["bash", "-n", str(script)], check=True, timeout=60)
+    shellcheck = require_tool("shellcheck", "shellcheck")
+    result = subprocess.run([shellcheck, str(script)], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout
 
 

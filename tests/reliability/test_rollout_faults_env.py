@@ -7,7 +7,8 @@ then restarted on the same port (more wire faults, without LIBERO's resets, are 
 ``test_client_faults.py``). With ``fail_on_request_error: False`` the rollout never
 stops and every affected episode is a counted fallback (metrics and episode log) whose
 reward is the native outcome's; with ``True`` ``chunk_step`` raises ``RewardRequestError``
-naming the endpoint, and the env still rolls on after a reset.
+naming the endpoint, and the env still rolls on after a reset. A 401 is a configuration error,
+never a fallback: ``chunk_step`` raises at the first one whatever ``fail_on_request_error`` says.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support import raw_server
 from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
-from vlm_reward.client.scoring import RewardRequestError
+from vlm_reward.client.http import RewardAuthError, RewardRequestError
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
@@ -31,6 +32,7 @@ STEPS = 4  # max_episode_steps = the chunk: one chunk_step per episode
 TIMEOUT = 1.0
 COEF = 5.0  # reward_coef of libero_10.yaml; the idle robot never succeeds natively
 HTTP_500 = raw_server.http_response(500, b'{"error": {"type": "inference_error", "message": "CUDA OOM"}}')
+HTTP_401 = raw_server.http_response(401, b'{"error": {"type": "unauthorized", "message": "API key needed"}}')
 
 
 class Rollout:
@@ -156,3 +158,18 @@ def test_strict_rollout_stops_naming_the_endpoint_then_rolls_on(rollout: Rollout
         pytest.approx(0.8),
     )
     assert list((rollout.tmp / "videos").iterdir()) == []
+
+
+def test_a_401_stops_the_rollout_even_when_lenient(rollout: Rollout, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGE_KEY", "a-stale-key")  # exported, named by api_key_env, refused
+    endpoint = rollout.raw_endpoint(HTTP_401)
+    rollout.point_at(endpoint, fail_on_request_error=False, api_key_env="JUDGE_KEY")
+    rollout.env.reset()
+    with pytest.raises(
+        RewardAuthError, match=r"HTTP 401 \(unauthorized\): this client sent the key in \$JUDGE_KEY"
+    ):
+        rollout.env.chunk_step(idle_actions(1, STEPS))
+    assert "a-stale-key" not in "\n".join(str(line) for line in rollout.log_lines())
+    rollout.point_at(rollout.healthy_server().endpoint, fail_on_request_error=False)
+    reward, metrics = rollout.episode()
+    assert (reward, metrics["vlm_fallback"]) == (pytest.approx(COEF), 0.0), "the env rolls on after a reset"

@@ -21,8 +21,7 @@ from reward_eval.commands import audit as audit_cmd
 from reward_eval.commands import report as report_cmd
 from tests.conftest import moving_square_frames
 from tests.reward_eval.conftest import run_reward_eval
-from tests.reward_eval.test_reward_eval_audit_browser import CHROMIUM, needs_chromium
-from tests.support.browser import HeadlessChromium, broken_links
+from tests.support.browser import HeadlessChromium, broken_links, require_chromium
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import ScoreResult
@@ -178,12 +177,11 @@ def test_a_run_that_cannot_be_audited_is_status_3_with_one_line(
 
 
 @pytest.mark.slow
-@needs_chromium
 def test_the_reports_load_cleanly_in_a_real_browser(audited: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "rendered"  # the full run report, the audit section included
     assert report_cmd.main([str(audited["run_dir"]), "--out", str(out)]) == 0
     pages = [out / "report.html", out / "audit" / "report.html", audited["run_dir"] / "audit" / "report.html"]
-    with HeadlessChromium(CHROMIUM) as browser:
+    with HeadlessChromium(require_chromium()) as browser:
         checks = [browser.check(page.as_uri()) for page in pages]
     for page, check in zip(pages, checks, strict=True):
         assert (check.broken_images, check.console_errors, check.failed_requests) == ([], [], []), page

@@ -12,12 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import HeadlessChromium, broken_links, find_chromium
-
-CHROMIUM = find_chromium()
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="no usable Chromium (scripts/setup.sh installs Debian's chromium package)"
-)
+from tests.support.browser import HeadlessChromium, broken_links, find_chromium, require_chromium
 
 BROKEN_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>broken</title></head><body>
 <img src="plots/missing.png" alt="missing"><img src="not_an_image.png" alt="not an image">
@@ -33,12 +28,11 @@ PNG = bytes.fromhex(
 
 
 @pytest.mark.slow
-@needs_chromium
 def test_the_check_finds_a_missing_image_a_broken_link_and_console_errors(tmp_path: Path) -> None:
     (tmp_path / "page.html").write_text(BROKEN_PAGE)
     (tmp_path / "not_an_image.png").write_text("text")
     (tmp_path / "ok.png").write_bytes(PNG)
-    with HeadlessChromium(CHROMIUM) as browser:
+    with HeadlessChromium(require_chromium()) as browser:
         check = browser.check((tmp_path / "page.html").as_uri())
     assert [Path(src).name for src in check.broken_images] == ["missing.png", "not_an_image.png"]
     assert broken_links(check, tmp_path) == [(tmp_path / "audit" / "report.html").as_uri()]

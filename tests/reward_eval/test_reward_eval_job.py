@@ -28,7 +28,14 @@ from reward_eval.job.run_dir import run_command
 from reward_eval.judging.endpoint import EndpointUnavailableError
 from reward_eval.policies import make_policy
 from reward_eval.report.plots import read_video_frames
-from tests.reward_eval.conftest import RUN_EPISODES, RUN_MAX_STEPS, RUN_TASK, EvalRun, run_reward_eval
+from tests.reward_eval.conftest import (
+    EXPORTED_KEY,
+    RUN_EPISODES,
+    RUN_MAX_STEPS,
+    RUN_TASK,
+    EvalRun,
+    run_reward_eval,
+)
 from tests.support.server import ServerProcess
 from vlm_reward.tools.server_process import ServerStartError, free_port
 
@@ -374,6 +381,11 @@ def test_job_scores_every_episode_and_writes_the_report(
     noise = [n for n in ("Gym has been unmaintained", "private macro file", "INFO:RLinf") if n in run.stderr]
     assert not noise, "the libraries' known start-up notices are silenced"
     assert "POST /score" in (run.run_dir / "reward_server.log").read_text()
+    # The exported key never reached the server (every episode was judged) nor any file.
+    written = [
+        f for f in run.run_dir.rglob("*") if f.is_file() and f.suffix in (".json", ".jsonl", ".log", ".md")
+    ]
+    assert written and not [f for f in written if EXPORTED_KEY in f.read_text(errors="replace")]
     with pytest.raises(requests.ConnectionError):  # the job stopped the server it started
         requests.get(settings["endpoint"].replace("/score", "/health"), timeout=2)
 

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reward_eval.analysis.episode_log import load_episodes
 from reward_eval.analysis.metrics import (
     DEFAULT_THRESHOLD,
     auroc,
@@ -25,6 +24,7 @@ from reward_eval.analysis.metrics import (
     resolve_threshold,
     summarize,
 )
+from vlm_reward.client.episode_record import read_episode_log
 
 
 def rec(native: bool, score: float, task: int = 0, fallback: bool = False, **extra: Any) -> dict[str, Any]:
@@ -374,10 +374,10 @@ def test_wrong_container_types_raise_type_error(records: Any, error: type[Except
         summarize(records)
 
 
-# ----------------------------------------------------------------------------- load_episodes
+# ----------------------------------------------------------------------------- read_episode_log
 
 
-def test_load_episodes_reads_the_env_episode_log(tmp_path: Path) -> None:
+def test_read_episode_log_reads_the_env_episode_log(tmp_path: Path) -> None:
     """Round trip through the env's own writer and record, so the reader follows the real format."""
     from vlm_reward.client.config import RewardModelConfig
     from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
@@ -392,7 +392,7 @@ def test_load_episodes_reads_the_env_episode_log(tmp_path: Path) -> None:
         meta = {"task_id": i % 2, "task_text": f"task {i % 2}", "trial_id": i}
         log.write(EpisodeRecord.judged(meta, result, native, cfg))
     log.close()
-    records = load_episodes(log.path)
+    records = read_episode_log(log.path)
     assert [r.vlm_score for r in records] == [0.9, 0.55, 0.2]
     summary = summarize(records)
     assert (summary["threshold"], summary["threshold_source"]) == (0.6, "records")
@@ -412,14 +412,14 @@ LOAD_ERROR_CASES = [
 @pytest.mark.parametrize(
     ("text", "message"), [c[1:] for c in LOAD_ERROR_CASES], ids=[c[0] for c in LOAD_ERROR_CASES]
 )
-def test_load_episodes_names_the_bad_line(tmp_path: Path, text: str, message: str) -> None:
+def test_read_episode_log_names_the_bad_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "episodes.jsonl"
     path.write_text(text)
     with pytest.raises(ValueError, match=message):
-        load_episodes(path)
+        read_episode_log(path)
 
 
-def test_load_episodes_skips_blank_lines(tmp_path: Path) -> None:
+def test_read_episode_log_skips_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "episodes.jsonl"
     path.write_text(f"\n{LINE}\n   \n{json.dumps(rec(False, 0.1))}\n")
-    assert [(r.native_success, r.vlm_score) for r in load_episodes(path)] == [(True, 0.9), (False, 0.1)]
+    assert [(r.native_success, r.vlm_score) for r in read_episode_log(path)] == [(True, 0.9), (False, 0.1)]

@@ -121,26 +121,6 @@ def test_rescore_starts_its_own_server_with_a_plugin_and_inherits_the_threshold(
 
 
 @pytest.mark.parametrize(
-    ("settings", "model", "expected"),
-    [
-        ({"random_model": True, "model": "/m/tiny"}, "/m/tiny", True),
-        ({"random_model": True, "model": "/m/tiny"}, "/m/../m/tiny", True),
-        ({"random_model": True, "model": "/m/tiny"}, "/m/real", False),
-        ({"random_model": False, "model": "/m/tiny"}, "/m/tiny", False),
-        (None, "/m/tiny", False),
-    ],
-    ids=["same-model", "same-model-other-spelling", "other-model", "source-not-random", "no-settings"],
-)
-def test_random_model_is_inherited_only_for_the_same_checkpoint(
-    tmp_path: Path, settings: dict | None, model: str, expected: bool
-) -> None:
-    if settings is not None:
-        (tmp_path / "settings.json").write_text(json.dumps(settings))
-    assert rescore.is_source_random_model(tmp_path, model) is expected
-    assert rescore.is_source_random_model(tmp_path / "vlm_episodes_train_rank0.jsonl", model) is expected
-
-
-@pytest.mark.parametrize(
     ("damage", "message"),
     [
         (lambda run: shutil.rmtree(run / "videos"), "3 of 3 episodes .* have no kept video .*--keep-videos"),

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.support.required import missing
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 _LISTENING = re.compile(r"DevTools listening on (ws://\S+)")
 # What the page reports after its load event: images not (or not fully) loaded, and every link.
@@ -51,6 +53,14 @@ def find_chromium() -> str | None:
         if done.returncode == 0 and "chrom" in done.stdout.lower():
             return path
     return None
+
+
+def require_chromium() -> str:
+    """A Chromium that runs; in CI its absence fails the test (set-up installs it), else skips."""
+    path = find_chromium()
+    if path is None:
+        missing("no usable Chromium (scripts/setup.sh installs Debian's chromium package)")
+    return path
 
 
 @dataclass

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.required import missing
 from tests.support.server import REPO
 from vlm_reward.tools.runtime import server_env, vllm_venv
 from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, backend_args
@@ -39,10 +40,7 @@ def require_vllm_python() -> str:
     python = vllm_venv() / "bin" / "python"
     if python.exists():
         return str(python)
-    reason = f"{python.parent.parent} does not exist; `bash scripts/setup.sh` builds it"
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI runs the vLLM tests; the README's test command sets it up).")
-    pytest.skip(reason)
+    missing(f"{python.parent.parent} does not exist; `bash scripts/setup.sh` builds it")
 
 
 def repo_env(python: str, **extra: str) -> dict[str, str]:

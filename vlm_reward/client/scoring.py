@@ -155,7 +155,8 @@ class RewardClient:
         return list(self._pool.map(self.score, episodes))
 
     def score(self, episode: Episode) -> ScoreResult:
-        """Score one episode; raises :class:`RewardRequestError` only with ``fail_on_request_error``."""
+        """Score one episode; raises :class:`RewardRequestError` only with ``fail_on_request_error``,
+        and :class:`~vlm_reward.client.http.RewardAuthError` on a 401 whatever it says."""
         started = time.perf_counter()
         frames = np.stack(
             [
