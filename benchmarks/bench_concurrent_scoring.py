@@ -42,7 +42,7 @@ from benchmarks.harness import (
     verdict,
 )
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, sample_frame_indices
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, sample_frame_indices
 from vlm_reward.video_io import encode_mp4
 
 TARGET = 30.0
@@ -55,14 +55,16 @@ def _add_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latency", type=float, default=LATENCY_S, help="seconds per generate call")
 
 
-def _episodes(n: int) -> list[Episode]:
+def _episodes(n: int) -> list[FinishedEpisode]:
     """``n`` episodes of FRAMES frames, each a different slice of one moving scene."""
     frames = synthetic_frames(n + FRAMES)
     # The task's digit is the score the counting backend answers (digit / 10).
-    return [Episode(f"put object {i % 10} away", list(frames[i : i + FRAMES]), False) for i in range(n)]
+    return [
+        FinishedEpisode(f"put object {i % 10} away", list(frames[i : i + FRAMES]), False) for i in range(n)
+    ]
 
 
-class Contender:
+class BatchWindowContender:
     """One server (with its batch log) and a client for it."""
 
     def __init__(self, tmp: Path, window_ms: int, episodes: int, latency_s: float) -> None:
@@ -82,13 +84,13 @@ class Contender:
         self.client = RewardClient(cfg)
         self.batches_per_run: list[int] = []
 
-    def concurrent(self, episodes: list[Episode]) -> float:
+    def concurrent(self, episodes: list[FinishedEpisode]) -> float:
         before = self._n_calls()
         seconds = timed(lambda: _check(self.client.score_many(episodes)))
         self.batches_per_run.append(self._n_calls() - before)
         return seconds
 
-    def one_by_one(self, episodes: list[Episode]) -> float:
+    def one_by_one(self, episodes: list[FinishedEpisode]) -> float:
         return timed(lambda: _check([self.client.score(e) for e in episodes]))
 
     def close(self) -> None:
@@ -105,7 +107,7 @@ def _check(results: list) -> None:
         raise RuntimeError(f"{len(failed)} episodes fell back; first error: {failed[0]}")
 
 
-def _encode_all(episodes: list[Episode], tmp: Path) -> float:
+def _encode_all(episodes: list[FinishedEpisode], tmp: Path) -> float:
     """The client's CPU floor: encode every episode's MP4 on one thread per CPU, no requests."""
 
     def encode(i: int) -> None:
@@ -119,7 +121,7 @@ def _encode_all(episodes: list[Episode], tmp: Path) -> float:
 
 def run(args: argparse.Namespace, tmp: Path) -> None:
     episodes = _episodes(args.episodes)
-    contenders = {w: Contender(tmp, w, args.episodes, args.latency) for w in WINDOWS_MS}
+    contenders = {w: BatchWindowContender(tmp, w, args.episodes, args.latency) for w in WINDOWS_MS}
     try:
         measures = {f"concurrent_{w}": (lambda c=c: c.concurrent(episodes)) for w, c in contenders.items()}
         # One by one does not depend on the window: time it against the default server.

@@ -68,7 +68,7 @@ class CacheTimer:
         return seconds
 
 
-class Contender:
+class EnvContender:
     """One env, its idle chunk, and per-chunk wall and CPU time.
 
     CPU time (user + system of this process and the env's LIBERO worker processes) is
@@ -112,7 +112,11 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
         libero_env(MAX_EPISODE_STEPS, on_cfg) as on_env,
     ):
         reset = {"off": timed(off_env.reset), "on": timed(on_env.reset)}
-        off, on, timer = Contender(off_env, args.chunk), Contender(on_env, args.chunk), CacheTimer(on_env)
+        off, on, timer = (
+            EnvContender(off_env, args.chunk),
+            EnvContender(on_env, args.chunk),
+            CacheTimer(on_env),
+        )
         cache_s: list[float] = []
 
         def on_chunk() -> float:

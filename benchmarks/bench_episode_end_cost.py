@@ -37,7 +37,7 @@ from benchmarks.harness import (
     verdict,
 )
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, sample_frame_indices
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, sample_frame_indices
 from vlm_reward.video_io import encode_mp4
 
 TARGET = 0.20
@@ -55,7 +55,7 @@ def _client(server: RewardServer, video_dir: str) -> RewardClient:
     return RewardClient(cfg)
 
 
-def _score(client: RewardClient, episode: Episode) -> float:
+def _score(client: RewardClient, episode: FinishedEpisode) -> float:
     result = client.score(episode)
     if result.fallback:
         raise RuntimeError(f"scoring failed, the benchmark would time a fallback: {result.error}")
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
             action = idle_actions(1, 1)[:, 0]
             renders = [env.step(action)[0]["main_images"][0].numpy().copy() for _ in range(WARMUP_STEPS)]
             frames = [renders[i % len(renders)] for i in range(args.frames)]
-            episode = Episode(env.task_descriptions[0], frames, native_success=False)
+            episode = FinishedEpisode(env.task_descriptions[0], frames, native_success=False)
             clients = {name: _client(server, str(tmp)) for name, server in servers.items()}
             samples = interleave(
                 {

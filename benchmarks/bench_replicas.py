@@ -37,7 +37,7 @@ from benchmarks.harness import (
     timed,
 )
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, ScoreResult
 from vlm_reward.tools.server_process import free_port
 
 FRAMES, SIZE = 8, 128
@@ -70,7 +70,7 @@ def _scored(results: list[ScoreResult]) -> None:
 
 def run(args: argparse.Namespace, tmp: Path) -> None:
     frames = list(synthetic_frames(FRAMES, size=SIZE))
-    episodes = [Episode(f"put object {i} away", frames, False) for i in range(args.episodes)]
+    episodes = [FinishedEpisode(f"put object {i} away", frames, False) for i in range(args.episodes)]
     server_args = ["--backend", "fixed_score", "--model", "m", "--video-root", str(tmp)]
     server_args += ["--max-batch-size", "1", "--backend-kwargs", f'{{"generate_seconds": {args.latency}}}']
     servers = [RewardServer(server_args, tmp / f"server{i}.log") for i in range(args.replicas)]

@@ -57,7 +57,7 @@ _BATCH_LINE = re.compile(r"batch of (\d+) in")
 PROFILES = {"video-heavy": (200704, 16), "decode-heavy": (12544, 64)}
 
 
-class Contender:
+class BatchSizeContender:
     """One server and a way to fire ``CONCURRENT`` requests at it at once."""
 
     def __init__(self, ckpt: Path, root: Path, batch: int) -> None:
@@ -93,7 +93,7 @@ class Contender:
 def run(args: argparse.Namespace, tmp: Path) -> None:
     ckpt = build_tiny_qwen2_5_vl(tmp / "tiny-qwen2.5-vl")
     encode_mp4(synthetic_frames(16), tmp / "episode.mp4", fps=4)
-    contenders = {b: Contender(ckpt, tmp, b) for b in (CONCURRENT, 1)}
+    contenders = {b: BatchSizeContender(ckpt, tmp, b) for b in (CONCURRENT, 1)}
     try:
         for c in contenders.values():
             c.server.wait_ready(timeout=300)
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
 
 
 def report(
-    samples: dict[str, list[float]], contenders: dict[int, Contender], args: argparse.Namespace
+    samples: dict[str, list[float]], contenders: dict[int, BatchSizeContender], args: argparse.Namespace
 ) -> None:
     rows, medians = [], {}
     for profile, (max_pixels, max_new_tokens) in PROFILES.items():

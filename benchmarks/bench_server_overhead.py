@@ -38,7 +38,7 @@ from vlm_reward.video_io import encode_mp4
 WINDOWS_MS = (20, 0)
 
 
-class Contender:
+class WindowContender:
     """A server with one batching window, and one pooled client session for it."""
 
     def __init__(self, root: Path, window_ms: int) -> None:
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
             "video_b64": base64.b64encode(video.read_bytes()).decode(),
         },
     }
-    contenders = {w: Contender(tmp, w) for w in WINDOWS_MS}
+    contenders = {w: WindowContender(tmp, w) for w in WINDOWS_MS}
     try:
         for c in contenders.values():
             c.server.wait_ready()
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
 
 def report(
     samples: dict[str, list[float]],
-    contenders: dict[int, Contender],
+    contenders: dict[int, WindowContender],
     mp4_bytes: int,
     args: argparse.Namespace,
 ) -> None:

@@ -34,7 +34,7 @@ import requests
 
 from benchmarks.harness import RewardServer, Row, Stats, header, print_table, synthetic_frames, timed
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, ScoreResult
 from vlm_reward.video_io import encode_mp4
 
 CONCURRENCY, WARMUP = 64, 200
@@ -142,7 +142,8 @@ def slow_backend(tmp: Path) -> list[str]:
         temp_video_dir=str(tmp),
     )
     episodes = [
-        Episode(f"task {i}", list(synthetic_frames(8, size=64, seed=i)), i % 2 == 0) for i in range(64)
+        FinishedEpisode(f"task {i}", list(synthetic_frames(8, size=64, seed=i)), i % 2 == 0)
+        for i in range(64)
     ]
     results: list[ScoreResult] = []
     with server:

@@ -2,7 +2,7 @@
 
 ``python -m vlm_reward.libero_reward_server --help`` runs it. The server is split by role:
 
-- :mod:`vlm_reward.server.cli` - the command line and the uvicorn server (``main``);
+- :mod:`vlm_reward.server.cli` - the command line (``main``), served by Hypercorn (:mod:`.server.serving`);
 - :mod:`vlm_reward.server.app` - the FastAPI app factory, routes and the one exception handler;
 - :mod:`vlm_reward.server.middleware` - the request log and the body-size limit (plain ASGI);
 - :mod:`vlm_reward.server.service` - the logic of one request: caps, video, runner, answer;

@@ -141,6 +141,14 @@ class ScoreResponse(BaseModel):
     backend: str = Field(description="Canonical backend name (aliases resolved).")
     model: str = Field(description="Model name (directory name of a local checkpoint).")
     latency_s: float = Field(description="Server-side time for the whole request.")
+    # Who judged, beyond backend and model (None from servers older than these fields).
+    score_mode: ScoreMode | None = Field(default=None, description="How the answer was read as the score.")
+    prompt_preset: str | None = Field(
+        default=None, description="Prompt preset the question started from; None: the backend asks none."
+    )
+    prompt_hash: str | None = Field(
+        default=None, description="Fingerprint of the prompt as asked (12 hex digits of its SHA-256)."
+    )
 
 
 class ErrorDetail(BaseModel):

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from reward_eval.analysis.calibration import calibration
+from reward_eval.analysis.judges import judges_of
 from vlm_reward.client.episode_record import EpisodeRecord, as_record, is_success
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
@@ -278,4 +279,5 @@ def summarize(records: Sequence[Record], threshold: float | None = None) -> dict
         "overall": _block(episodes, threshold),
         "per_task": per_task,
         "calibration": calibration([e.score for e in judged], [e.native for e in judged]),
+        "judges": judges_of(typed),
     }

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from reward_eval.analysis.episode_log import load_train_episodes
+from reward_eval.analysis.judges import judges_of
 from reward_eval.analysis.metrics import Record, as_records
 
 NATIVE_TAG = "env/success_once"
@@ -48,6 +50,7 @@ class RunCurves:
     log_dir: Path
     native: Series
     agreement: Series | None
+    judges: tuple[dict[str, Any], ...] = ()  # who scored its episodes (:func:`..judges.judges_of`)
 
 
 def read_scalars(log_dir: Path) -> dict[str, dict[int, float]]:
@@ -105,5 +108,6 @@ def load_run(label: str, log_dir: Path, native_tag: str, agree_tag: str, window:
     if native is None:
         known = ", ".join(sorted(scalars)) or "none (no TensorBoard event files found)"
         raise ValueError(f"{label} run {log_dir} has no scalar {native_tag!r}; its scalars: {known}.")
-    agreement = scalar_series(scalars, agree_tag) or windowed_agreement(load_train_episodes(log_dir), window)
-    return RunCurves(label, log_dir, native, agreement)
+    records = load_train_episodes(log_dir)
+    agreement = scalar_series(scalars, agree_tag) or windowed_agreement(records, window)
+    return RunCurves(label, log_dir, native, agreement, tuple(judges_of(records)))

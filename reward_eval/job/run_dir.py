@@ -52,6 +52,7 @@ def finish_report(
     ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
+    from reward_eval.analysis.judges import judge_text, mixed_warning
     from reward_eval.analysis.metrics import summarize
     from reward_eval.report.audit import audit_lines
     from reward_eval.report.calibration import calibration_lines
@@ -69,6 +70,9 @@ def finish_report(
     summary.update(extra or {})
     paths = write_report(run_dir, records, summary, title=title, settings=settings.to_json())
     print(format_table(summary))
+    print(f"[reward-eval] judged by: {judge_text(summary['judges'])}")
+    if (warning := mixed_warning(summary["judges"])) is not None:
+        print(f"[reward-eval] warning: {warning}")
     audit = audit_lines(summary["audit"]) if "audit" in summary else []
     for line in calibration_lines(summary) + progress_lines(summary) + audit:
         print(f"[reward-eval] {line}")

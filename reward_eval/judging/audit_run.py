@@ -20,6 +20,7 @@ from typing import Any
 from reward_eval.analysis.audit import summarize_audit
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_of
+from reward_eval.analysis.judges import count_judges
 from reward_eval.analysis.perturbations import FAILURE, Source, perturb, perturbation_names
 from reward_eval.job.settings import RunSettings
 from reward_eval.judging.counterfactuals import AuditInputError, decode_frames, judge_episodes
@@ -89,7 +90,9 @@ def audit_run_dir(
     summary = summarize_audit(cases, perturbation_names(), threshold)
     draw_worst_cases(summary, out)
     wall_s = round(time.monotonic() - started, 1)
-    summary = {**summary, "seed": seed, "unreadable": unreadable, "cases": cases, "wall_s": wall_s}
+    judges = count_judges(case["judge"] for case in cases if case["score"] is not None)
+    summary = {**summary, "judges": judges, "seed": seed, "unreadable": unreadable, "cases": cases}
+    summary["wall_s"] = wall_s
     return summary, write_audit_report(out, summary, title, settings.random_model)
 
 

@@ -158,7 +158,12 @@ def _judge(client: RewardClient, calls: Sequence[Call], concurrency: int) -> lis
     ]
     results = judge_all(client, requests, concurrency, "audit")
     return [
-        {**call.case, "score": None if r.fallback else r.score, "error": r.error if r.fallback else None}
+        {
+            **call.case,
+            "score": None if r.fallback else r.score,
+            "error": r.error if r.fallback else None,
+            "judge": None if r.fallback or r.judge is None else str(r.judge),
+        }
         for call, r in zip(calls, results, strict=True)
     ]
 

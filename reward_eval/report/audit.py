@@ -17,6 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.judges import judge_text, mixed_warning
 from reward_eval.analysis.perturbations import FAILURE, describe
 from reward_eval.report.document import (
     Alert,
@@ -104,8 +105,13 @@ def audit_blocks(audit: Mapping[str, Any], image_prefix: str = "") -> list[Block
             f">= threshold). Mean drop: the episode's own score minus the counterfactual's. "
             f"{audit['calls']} calls, {audit['fallback_calls']} fallback(s), left out."
         ),
-        *_tables(audit),
     ]
+    judges = audit.get("judges") or []
+    if judges:  # audits older than the judge's identity have none
+        blocks.append(Para(f"Judged by: {judge_text(judges)}."))
+    if (warning := mixed_warning(judges)) is not None:
+        blocks.append(Alert(warning))
+    blocks += _tables(audit)
     if audit.get("unreadable"):
         items = tuple(f"{u['log']}:{u['record']}: {u['error']}" for u in audit["unreadable"])
         blocks += [Para("Episodes left out, their video could not be read:"), Items(items)]
@@ -133,7 +139,10 @@ def audit_lines(audit: Mapping[str, Any]) -> list[str]:
         return [f"audit: none ({audit['skipped']})"]
     cells = [f"{name} {pct(b['positive_rate'])} of {b['judged']}" for name, b in audit["rows"].items()]
     took = f", {audit['calls']} calls in {audit['wall_s']:.1f} s" if audit.get("wall_s") is not None else ""
-    return [f"audit (judged success at {audit['threshold']:g}{took}): " + ", ".join(cells)]
+    lines = [f"audit (judged success at {audit['threshold']:g}{took}): " + ", ".join(cells)]
+    if audit.get("judges"):
+        lines.append(f"audit judged by: {judge_text(audit['judges'])}")
+    return lines
 
 
 def _strip_row(axes: Any, frames: np.ndarray, label: str) -> None:

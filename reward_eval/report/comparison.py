@@ -15,6 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from reward_eval.analysis.judges import judge_text, mixed_warning
 from reward_eval.analysis.training_runs import STEP_UNIT, RunCurves
 
 COLORS = ("#264653", "#e76f51")  # native run, VLM run
@@ -55,6 +56,7 @@ def table_rows(runs: Sequence[RunCurves]) -> list[tuple[str, ...]]:
             agree = "n/a (no scored episodes)"
         else:
             agree = f"{float(np.mean(run.agreement.y)):.3f} ({run.agreement.source})"
+        judged_by = judge_text(run.judges) if run.judges else "n/a (no scored episodes)"
         rows.append(
             (
                 run.label,
@@ -62,6 +64,7 @@ def table_rows(runs: Sequence[RunCurves]) -> list[tuple[str, ...]]:
                 f"{final:.3f} (step {final_step})",
                 f"{best:.3f} (step {best_step})",
                 agree,
+                judged_by,
             )
         )
     return rows
@@ -70,6 +73,7 @@ def table_rows(runs: Sequence[RunCurves]) -> list[tuple[str, ...]]:
 def markdown(runs: Sequence[RunCurves], native_tag: str, png: Path) -> str:
     """The short comparison in Markdown: the table and the figure."""
     header = ("run", "log dir", f"final {native_tag}", f"best {native_tag}", "mean VLM/native agreement")
+    header += ("judged by",)
     lines = [
         "# Native vs VLM reward: training runs",
         "",
@@ -77,5 +81,7 @@ def markdown(runs: Sequence[RunCurves], native_tag: str, png: Path) -> str:
         "| " + " | ".join("---" for _ in header) + " |",
     ]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table_rows(runs)]
+    warnings = [(run.label, mixed_warning(run.judges)) for run in runs]
+    lines += [f"\n**{label}:** {warning}" for label, warning in warnings if warning is not None]
     lines += ["", f"![native success and agreement]({png.name})", ""]
     return "\n".join(lines)

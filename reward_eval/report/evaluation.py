@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reward_eval.analysis.judges import judge_text, mixed_warning
 from reward_eval.analysis.metrics import Record, as_records, disagreements
 from reward_eval.report import plots
 from reward_eval.report.audit import audit_section
@@ -56,11 +57,13 @@ def _provenance(summary: Mapping[str, Any], settings: Mapping[str, Any]) -> list
     source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
     backend, model = settings.get("backend"), settings.get("model")
     judge = f"backend {backend or 'not recorded'}, model {model or 'not recorded'}"
+    judges = summary.get("judges") or []
     modes = ", ".join(summary.get("reward_modes_in_records") or []) or "not recorded"
     items = (
         f"{overall['n_episodes']} episodes over {len(summary['per_task'])} task(s); "
         f"{overall['n_judged']} judged by the VLM, {overall['fallback_count']} got the fallback score.",
         f"Scores from the reward server: {judge}.",
+        f"Judged by (as the server answered, per episode): {judge_text(judges)}.",
         f"VLM success = vlm_score >= {summary['threshold']:g} (threshold: {source}).",
         "Ground truth: the simulator's success (native_success) at any step of the episode.",
         "Fallback episodes carry the fallback score, not a judgement: they are excluded from the VLM "
@@ -332,6 +335,8 @@ def write_report(
     blocks: list[Block] = [Heading(title, 1)]
     if settings.get("random_model"):
         blocks.append(Alert(RANDOM_MODEL_WARNING))
+    if (warning := mixed_warning(summary.get("judges") or [])) is not None:
+        blocks.append(Alert(warning))
     blocks += _provenance(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
     sections = (

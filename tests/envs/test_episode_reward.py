@@ -43,7 +43,7 @@ def _result(score: float, fallback: bool = False) -> SimpleNamespace:
     return SimpleNamespace(score=score, fallback=fallback, latency_s=0.25, failovers=1)
 
 
-class Judge:
+class ScriptedJudge:
     """A scoring call that answers ``score`` at once and remembers every call."""
 
     def __init__(self, score: float = 0.8, error: Exception | None = None) -> None:
@@ -115,7 +115,7 @@ CASES = [
 class Run:
     rewards: np.ndarray  # (2 envs, all steps)
     return_at_end: float  # env 0's return right after its score was collected
-    judge: Judge
+    judge: ScriptedJudge
     core: EpisodeRewards
     signals: list[np.ndarray] = field(default_factory=list)  # the true s of every step
 
@@ -148,7 +148,7 @@ def submit(
 
 def drive(case: Case, formula: Callable, train: bool = True, native_at: int | None = None) -> Run:
     """Step the core the way ``LiberoEnv``'s hooks do; RLinf's state lives in ``rl``."""
-    rl, judge = _rl(case), Judge(case.score)
+    rl, judge = _rl(case), ScriptedJudge(case.score)
     core = EpisodeRewards(2, _settings(binary=case.binary, train=train))
     shaping = Shaping(COEF, case.use_rel)
     for env in (0, 1):
@@ -307,7 +307,7 @@ def _core() -> EpisodeRewards:
 
 
 def _step(core: EpisodeRewards, dones: tuple[bool, bool], judge: Any = None) -> list[int]:
-    return submit(core, judge or Judge(), np.array(dones), np.zeros(2, bool), np.ones(2, np.int64))
+    return submit(core, judge or ScriptedJudge(), np.array(dones), np.zeros(2, bool), np.ones(2, np.int64))
 
 
 def test_the_request_is_in_flight_before_the_window_ends() -> None:
@@ -333,7 +333,7 @@ def test_record_step_returns_the_ended_episodes_and_calls_nothing() -> None:
     assert core.pending == {0: 0}
     with pytest.raises(RuntimeError, match=r"collect\(\) before the scoring calls of envs \[0\]"):
         core.collect(np.zeros(2), np.zeros(2), Shaping(COEF, True))
-    core.submitted(0, Judge()(ended[0]))
+    core.submitted(0, ScriptedJudge()(ended[0]))
     with pytest.raises(RuntimeError, match="env 0 has no ended episode waiting"):
         core.submitted(0, Future())
     assert [s.env for s in core.collect(np.zeros(2), np.zeros(2), Shaping(COEF, True))] == [0]
@@ -370,7 +370,7 @@ def test_record_step_needs_a_window_and_windows_do_not_nest() -> None:
 def test_a_failed_call_raises_after_every_call_is_done_and_records_nothing() -> None:
     core = _core()
     core.open_window()
-    _step(core, (True, True), Judge(error=RuntimeError("HTTP 500")))
+    _step(core, (True, True), ScriptedJudge(error=RuntimeError("HTTP 500")))
     returns = np.zeros(2)
     with pytest.raises(RuntimeError, match="HTTP 500"):
         core.collect(returns, np.zeros(2), Shaping(COEF, True))

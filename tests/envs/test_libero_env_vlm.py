@@ -3,7 +3,7 @@
 The arithmetic is covered by ``test_episode_reward.py`` without LIBERO; here the hooks into
 RLinf's env are checked on the real simulator. One env (2 LIBERO processes,
 ``max_episode_steps`` 6) is shared by the whole module, as resets are the expensive part.
-Every episode states all of its settings (:meth:`Ctx.episode`): the module's
+Every episode states all of its settings (:meth:`EnvCase.episode`): the module's
 ``reward_model`` block plus the case's changes, set through the env's public
 ``set_reward_model``, and RLinf's ``use_rel_reward`` and ``auto_reset``; nothing carries
 over from one test to the next. The server runs the ``recording`` test backend, which
@@ -33,7 +33,7 @@ END_STEP = MAX_STEPS - 1  # 0-based index of the truncation step
 COEF = 5.0  # reward_coef of libero_10.yaml
 
 
-class Ctx:
+class EnvCase:
     def __init__(self, env: Any, calls: Path, tmp: Path) -> None:
         self.env, self.calls, self.tmp = env, calls, tmp
         self.base: RewardModelConfig = env.reward_model  # the module's block, as built
@@ -64,7 +64,7 @@ class Ctx:
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvCase]:
     tmp = tmp_path_factory.mktemp("vlm-env")
     calls = tmp / "calls.jsonl"
     args = ["--backend", "recording", "--model", "none", "--video-root", str(tmp)]
@@ -85,7 +85,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ctx]:
     )
     try:
         with libero_env(cfg, NUM_ENVS) as env:
-            yield Ctx(env, calls, tmp)
+            yield EnvCase(env, calls, tmp)
     finally:
         server.stop()
 
@@ -112,7 +112,7 @@ SHAPING = [
 @pytest.mark.parametrize(
     ("binary", "use_rel", "answer", "signal"), [s[1:] for s in SHAPING], ids=[s[0] for s in SHAPING]
 )
-def test_reward_at_the_end_step_follows_rlinf_shaping(ctx: Ctx, binary, use_rel, answer, signal) -> None:
+def test_reward_at_the_end_step_follows_rlinf_shaping(ctx: EnvCase, binary, use_rel, answer, signal) -> None:
     calls_before = len(ctx.jobs())
     result = ctx.episode(use_rel=use_rel, binary_reward=binary, backend_kwargs={"answer": answer})
     np.testing.assert_allclose(result["rewards"].numpy(), _expected(signal, use_rel), atol=1e-6)
@@ -120,7 +120,7 @@ def test_reward_at_the_end_step_follows_rlinf_shaping(ctx: Ctx, binary, use_rel,
     assert len(ctx.jobs()) - calls_before == NUM_ENVS
 
 
-def test_metrics_and_episode_log(ctx: Ctx) -> None:
+def test_metrics_and_episode_log(ctx: EnvCase) -> None:
     lines_before = len(ctx.log_lines())
     result = ctx.episode(chunks=2, binary_reward=True, backend_kwargs={"answer": "0.7"})
     episode = result["infos"][-1]["episode"]
@@ -144,7 +144,7 @@ def test_metrics_and_episode_log(ctx: Ctx) -> None:
     assert frames_seen == [MAX_STEPS + 1] * NUM_ENVS, "reset frame + one frame per step"
 
 
-def test_temp_videos_removed_or_kept(ctx: Ctx) -> None:
+def test_temp_videos_removed_or_kept(ctx: EnvCase) -> None:
     videos = ctx.tmp / "videos"
     before = set(videos.iterdir())
     ctx.episode(chunks=2, keep_temp_video=False)
@@ -155,7 +155,7 @@ def test_temp_videos_removed_or_kept(ctx: Ctx) -> None:
     assert all(path.stat().st_size > 0 for path in kept)
 
 
-def test_unparseable_answer_takes_the_fallback_path(ctx: Ctx) -> None:
+def test_unparseable_answer_takes_the_fallback_path(ctx: EnvCase) -> None:
     answer = "I cannot tell from this video."
     result = ctx.episode(chunks=2, binary_reward=True, backend_kwargs={"answer": answer})
     episode = result["infos"][-1]["episode"]
@@ -166,7 +166,7 @@ def test_unparseable_answer_takes_the_fallback_path(ctx: Ctx) -> None:
     assert line["fallback"] is True and "I cannot tell" in line["error"]
 
 
-def test_shadow_mode_scores_but_trains_on_native_reward(ctx: Ctx) -> None:
+def test_shadow_mode_scores_but_trains_on_native_reward(ctx: EnvCase) -> None:
     calls_before = len(ctx.jobs())
     result = ctx.episode(chunks=2, use_for_training=False, backend_kwargs={"answer": "0.9"})
     assert result["rewards"].abs().sum() == 0, "native reward of an idle robot is zero"
@@ -174,7 +174,7 @@ def test_shadow_mode_scores_but_trains_on_native_reward(ctx: Ctx) -> None:
     np.testing.assert_allclose(result["infos"][-1]["episode"]["vlm_score"].numpy(), [0.9, 0.9])
 
 
-def test_auto_reset_scores_before_resetting(ctx: Ctx) -> None:
+def test_auto_reset_scores_before_resetting(ctx: EnvCase) -> None:
     calls_before = len(ctx.jobs())
     result = ctx.episode(chunks=2, auto_reset=True, binary_reward=False, backend_kwargs={"answer": "0.6"})
     final = result["infos"][-1]["final_info"]["episode"]
@@ -185,7 +185,9 @@ def test_auto_reset_scores_before_resetting(ctx: Ctx) -> None:
     assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1]
 
 
-def test_the_request_is_in_flight_while_the_chunk_goes_on(ctx: Ctx, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_request_is_in_flight_while_the_chunk_goes_on(
+    ctx: EnvCase, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Chunks of 5: the episodes end (step 6) at the first step of the second chunk. The
     # server must see the job before the chunk's last simulator step begins.
     sim_cls = type(ctx.env.env)  # RLinf's vector of LIBERO processes
@@ -207,7 +209,7 @@ def test_the_request_is_in_flight_while_the_chunk_goes_on(ctx: Ctx, monkeypatch:
     np.testing.assert_allclose(rewards[:, END_STEP].numpy(), [COEF] * NUM_ENVS)
 
 
-def test_step_called_alone_scores_its_ended_episode_without_auto_reset(ctx: Ctx) -> None:
+def test_step_called_alone_scores_its_ended_episode_without_auto_reset(ctx: EnvCase) -> None:
     """Review finding: the score of an episode ended by ``step(auto_reset=False)`` was dropped."""
     ctx.configure(backend_kwargs={"answer": "0.7"})
     ctx.env.reset()
@@ -224,7 +226,7 @@ def test_step_called_alone_scores_its_ended_episode_without_auto_reset(ctx: Ctx)
     ctx.env.reset()  # nothing pending: the reset does not raise
 
 
-def test_step_called_alone_with_auto_reset(ctx: Ctx) -> None:
+def test_step_called_alone_with_auto_reset(ctx: EnvCase) -> None:
     ctx.configure(auto_reset=True, backend_kwargs={"answer": "0.2"}, binary_reward=False)
     ctx.env.reset()
     action = idle_actions(NUM_ENVS, 1)[:, 0]
@@ -236,7 +238,7 @@ def test_step_called_alone_with_auto_reset(ctx: Ctx) -> None:
     assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1], "reset: one frame each"
 
 
-def test_set_reward_model_keeps_enable_fixed(ctx: Ctx) -> None:
+def test_set_reward_model_keeps_enable_fixed(ctx: EnvCase) -> None:
     with pytest.raises(ValueError, match=r"reward_model\.enable is fixed when the env is built"):
         ctx.env.set_reward_model(ctx.base.replace(enable=False))
     with pytest.raises(ValueError, match=r"reward_model\.nframes"):

@@ -21,7 +21,7 @@ from tests.support import raw_server
 from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError, ScoreResult
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, RewardRequestError, ScoreResult
 
 TIMEOUT = 1.0
 STALL = 3 * TIMEOUT  # a hang outlasts the client's patience
@@ -43,8 +43,8 @@ WIRE_FAULTS = [
 ]
 
 
-def _episode(native: bool = False, task: str = "put the bowl on the plate", n: int = 4) -> Episode:
-    return Episode(task, list(moving_square_frames(n)), native)
+def _episode(native: bool = False, task: str = "put the bowl on the plate", n: int = 4) -> FinishedEpisode:
+    return FinishedEpisode(task, list(moving_square_frames(n)), native)
 
 
 def _client(endpoint: str, videos: Path, **changes: object) -> RewardClient:
@@ -98,7 +98,7 @@ def _fixed_server(tmp_path: Path, port: int, generate_seconds: float) -> ServerP
 
 
 def _score_while_killing(
-    client: RewardClient, server: ServerProcess, episodes: list[Episode]
+    client: RewardClient, server: ServerProcess, episodes: list[FinishedEpisode]
 ) -> list[ScoreResult]:
     """Start scoring, kill -9 the server while the requests wait in its backend, return the outcome."""
     with ThreadPoolExecutor(1) as pool:
@@ -180,7 +180,9 @@ def test_200_episodes_against_a_half_failing_server_leave_no_video(
         timeout=30.0,
         max_concurrency=16,
     )
-    results = client.score_many([Episode(t, list(moving_square_frames(4, size=32)), True) for t in tasks])
+    results = client.score_many(
+        [FinishedEpisode(t, list(moving_square_frames(4, size=32)), True) for t in tasks]
+    )
     client.close()
     failed = [r for r in results if r.fallback]
     assert len(failed) == 100 and {r.error_kind for r in failed} == {"inference_error"}

@@ -104,7 +104,7 @@ class Replicas:
             server.stop()
 
 
-class Rollout:
+class FailoverRollout:
     """The module's env; each test points it at its own replicas."""
 
     def __init__(self, env: Any, tmp: Path) -> None:
@@ -131,7 +131,7 @@ class Rollout:
 
 
 @pytest.fixture(scope="module")
-def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rollout]:
+def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverRollout]:
     tmp = tmp_path_factory.mktemp("replica-rollout")
     cfg = libero_cfg(
         max_episode_steps=STEPS,
@@ -146,7 +146,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rollout]:
         },
     )
     with libero_env(cfg, num_envs=NUM_ENVS) as env:
-        yield Rollout(env, tmp)
+        yield FailoverRollout(env, tmp)
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def replicas(tmp_path: Path) -> Iterator[Replicas]:
 
 
 def test_a_replica_killed_mid_rollout_costs_no_episode_its_score(
-    rollout: Rollout, replicas: Replicas
+    rollout: FailoverRollout, replicas: Replicas
 ) -> None:
     rollout.point_at(replicas)
     endpoints, before = replicas.endpoints, len(rollout.log_lines())
@@ -191,7 +191,9 @@ def test_a_replica_killed_mid_rollout_costs_no_episode_its_score(
     assert rewards == [pytest.approx(COEF)] * NUM_ENVS
 
 
-def test_a_rolling_restart_of_one_of_two_replicas_loses_no_episode(rollout: Rollout, tmp_path: Path) -> None:
+def test_a_rolling_restart_of_one_of_two_replicas_loses_no_episode(
+    rollout: FailoverRollout, tmp_path: Path
+) -> None:
     two = Replicas(tmp_path, count=2)
     try:
         rollout.point_at(two)
@@ -219,7 +221,7 @@ def test_a_rolling_restart_of_one_of_two_replicas_loses_no_episode(rollout: Roll
 
 @pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
 def test_all_replicas_down_applies_the_failure_policy(
-    rollout: Rollout, replicas: Replicas, strict: bool
+    rollout: FailoverRollout, replicas: Replicas, strict: bool
 ) -> None:
     for index in range(3):
         replicas.kill(index)

@@ -35,7 +35,7 @@ HTTP_500 = raw_server.http_response(500, b'{"error": {"type": "inference_error",
 HTTP_401 = raw_server.http_response(401, b'{"error": {"type": "unauthorized", "message": "API key needed"}}')
 
 
-class Rollout:
+class FaultRollout:
     """The shared env, the reward server it talks to, and what each episode produced."""
 
     def __init__(self, env: Any, tmp: Path, port: int) -> None:
@@ -82,7 +82,7 @@ class Rollout:
 
 
 @pytest.fixture(scope="module")
-def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rollout]:
+def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultRollout]:
     tmp = tmp_path_factory.mktemp("rollout-faults")
     port = free_port()
     cfg = libero_cfg(
@@ -98,7 +98,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rollout]:
         },
     )
     with libero_env(cfg, num_envs=1) as env:
-        ctx = Rollout(env, tmp, port)
+        ctx = FaultRollout(env, tmp, port)
         try:
             yield ctx
         finally:
@@ -107,14 +107,14 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rollout]:
                 server.close()
 
 
-def _kill(r: Rollout) -> str:
+def _kill(r: FaultRollout) -> str:
     r.server.proc.kill()
     r.server.proc.wait()
     return r.server.endpoint
 
 
 # id, what to do before the episode (returns the endpoint), expected (fallback, error kind)
-FAULTS: list[tuple[str, Callable[[Rollout], str], tuple[bool, str | None]]] = [
+FAULTS: list[tuple[str, Callable[[FaultRollout], str], tuple[bool, str | None]]] = [
     ("healthy", lambda r: r.server.endpoint, (False, None)),
     ("server-killed", _kill, (True, "connection")),
     ("hangs-past-timeout", lambda r: r.raw_endpoint(b"", stall=3 * TIMEOUT), (True, "timeout")),
@@ -124,7 +124,7 @@ FAULTS: list[tuple[str, Callable[[Rollout], str], tuple[bool, str | None]]] = [
 ]
 
 
-def test_lenient_rollout_survives_every_fault_as_a_counted_fallback(rollout: Rollout) -> None:
+def test_lenient_rollout_survives_every_fault_as_a_counted_fallback(rollout: FaultRollout) -> None:
     rollout.healthy_server()
     seen = []
     for name, inject, (fallback, _) in FAULTS:
@@ -142,7 +142,7 @@ def test_lenient_rollout_survives_every_fault_as_a_counted_fallback(rollout: Rol
     assert list((rollout.tmp / "videos").iterdir()) == [], "temp videos left behind"
 
 
-def test_strict_rollout_stops_naming_the_endpoint_then_rolls_on(rollout: Rollout) -> None:
+def test_strict_rollout_stops_naming_the_endpoint_then_rolls_on(rollout: FaultRollout) -> None:
     endpoint = rollout.raw_endpoint(HTTP_500)
     rollout.point_at(endpoint, fail_on_request_error=True)
     rollout.env.reset()
@@ -160,7 +160,9 @@ def test_strict_rollout_stops_naming_the_endpoint_then_rolls_on(rollout: Rollout
     assert list((rollout.tmp / "videos").iterdir()) == []
 
 
-def test_a_401_stops_the_rollout_even_when_lenient(rollout: Rollout, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_401_stops_the_rollout_even_when_lenient(
+    rollout: FaultRollout, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("JUDGE_KEY", "a-stale-key")  # exported, named by api_key_env, refused
     endpoint = rollout.raw_endpoint(HTTP_401)
     rollout.point_at(endpoint, fail_on_request_error=False, api_key_env="JUDGE_KEY")

@@ -43,21 +43,21 @@ PROMPT_ANSWER_S = 10.0
 
 
 @dataclass(frozen=True)
-class Ctx:
+class AbuseCase:
     root: Path
     video_b64: str
     checkpoint: str
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str, tiny_qwen_checkpoint: str) -> Ctx:
+def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str, tiny_qwen_checkpoint: str) -> AbuseCase:
     root = tmp_path_factory.mktemp("abuse-root")
     shutil.copy(sample_mp4, root / "episode.mp4")
     encode_mp4(moving_square_frames(MAX_VIDEO_FRAMES + 1, size=16), root / "many_frames.mp4", fps=30)
-    return Ctx(root, base64.b64encode(Path(sample_mp4).read_bytes()).decode(), tiny_qwen_checkpoint)
+    return AbuseCase(root, base64.b64encode(Path(sample_mp4).read_bytes()).decode(), tiny_qwen_checkpoint)
 
 
-def _start(ctx: Ctx, log: Path, *extra: str) -> ServerProcess:
+def _start(ctx: AbuseCase, log: Path, *extra: str) -> ServerProcess:
     args = ["--backend", "qwen_vl_hf", "--model", ctx.checkpoint, "--video-root", str(ctx.root), *extra]
     args += ["--max-new-tokens", str(MAX_NEW_TOKENS), "--max-video-frames", str(MAX_VIDEO_FRAMES)]
     args += ["--max-video-mb", str(MAX_VIDEO_MB)]
@@ -65,7 +65,7 @@ def _start(ctx: Ctx, log: Path, *extra: str) -> ServerProcess:
 
 
 @pytest.fixture(scope="module")
-def server(ctx: Ctx, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(ctx: AbuseCase, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = _start(ctx, tmp_path_factory.mktemp("abuse-logs") / "server.log")
     yield proc
     proc.stop()
@@ -76,15 +76,15 @@ def normal(**fields: Any) -> dict[str, Any]:
     return {"task_text": "put the bowl on the plate", "video_path": "episode.mp4", **fields}
 
 
-def kwargs(**backend_kwargs: Any) -> Callable[[Ctx], dict[str, Any]]:
+def kwargs(**backend_kwargs: Any) -> Callable[[AbuseCase], dict[str, Any]]:
     return lambda c: normal(backend_kwargs=backend_kwargs)
 
 
-def fields(**changed: Any) -> Callable[[Ctx], dict[str, Any]]:
+def fields(**changed: Any) -> Callable[[AbuseCase], dict[str, Any]]:
     return lambda c: normal(**changed)
 
 
-def row(case_id: str, build: Callable[[Ctx], Any], status: int, error_type: str, fragment: str) -> Any:
+def row(case_id: str, build: Callable[[AbuseCase], Any], status: int, error_type: str, fragment: str) -> Any:
     return pytest.param(build, status, error_type, fragment, id=case_id)
 
 
@@ -170,7 +170,12 @@ ABUSE = [
 
 @pytest.mark.parametrize(("build", "status", "error_type", "fragment"), ABUSE)
 def test_each_abusive_request_gets_its_documented_status_at_once(
-    server: ServerProcess, ctx: Ctx, build: Callable[[Ctx], Any], status: int, error_type: str, fragment: str
+    server: ServerProcess,
+    ctx: AbuseCase,
+    build: Callable[[AbuseCase], Any],
+    status: int,
+    error_type: str,
+    fragment: str,
 ) -> None:
     body = build(ctx)
     start = time.monotonic()
@@ -208,7 +213,7 @@ def test_a_client_that_times_out_mid_generation_frees_the_model(server: ServerPr
 
 
 def test_drain_timeout_answers_running_and_queued_jobs_503_and_exits_promptly(
-    ctx: Ctx, tmp_path: Path
+    ctx: AbuseCase, tmp_path: Path
 ) -> None:
     proc = _start(ctx, tmp_path / "server.log", "--drain-timeout", "1")
 

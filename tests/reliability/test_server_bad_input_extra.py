@@ -34,14 +34,14 @@ URLSAFE = str.maketrans("+/", "-_")  # the other base64 alphabet; the server tak
 
 
 @dataclass(frozen=True)
-class Ctx:
+class BadInputCase:
     root: Path
     outside: Path
     one_frame_b64: str
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory) -> Ctx:
+def ctx(tmp_path_factory: pytest.TempPathFactory) -> BadInputCase:
     root, outside = tmp_path_factory.mktemp("root"), tmp_path_factory.mktemp("outside")
     encode_mp4(moving_square_frames(1), root / "one_frame.mp4", fps=4)
     encode_mp4(moving_square_frames(8), root / UNICODE_NAME, fps=4)
@@ -49,11 +49,11 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Ctx:
     os.mkfifo(outside / "secret.mp4")
     (root / "link_to_outside_fifo.mp4").symlink_to(outside / "secret.mp4")
     (root / "outside_dir").symlink_to(outside, target_is_directory=True)
-    return Ctx(root, outside, base64.b64encode((root / "one_frame.mp4").read_bytes()).decode())
+    return BadInputCase(root, outside, base64.b64encode((root / "one_frame.mp4").read_bytes()).decode())
 
 
 @pytest.fixture(scope="module")
-def server(ctx: Ctx, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(ctx: BadInputCase, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     args = ["--backend", "fixed_score", "--model", "m", "--video-root", str(ctx.root)]
     proc = ServerProcess(args, tmp_path_factory.mktemp("logs") / "server.log").wait_ready()
     yield proc
@@ -67,21 +67,21 @@ def _post(server: ServerProcess, body: Any) -> requests.Response:
     return requests.post(server.endpoint, json=body, timeout=REQUEST_TIMEOUT)
 
 
-def _req(**fields: Any) -> Callable[[Ctx], dict[str, Any]]:
+def _req(**fields: Any) -> Callable[[BadInputCase], dict[str, Any]]:
     """A valid request for the 1-frame video with ``fields`` changed."""
     return lambda c: {"task_text": "put the bowl on the plate", "video_path": "one_frame.mp4", **fields}
 
 
-def _at(path_of: Callable[[Ctx], str]) -> Callable[[Ctx], dict[str, Any]]:
+def _at(path_of: Callable[[BadInputCase], str]) -> Callable[[BadInputCase], dict[str, Any]]:
     """A valid request whose ``video_path`` depends on the fixture's directories."""
     return lambda c: _req(video_path=path_of(c))(c)
 
 
-def _inline(data: bytes) -> Callable[[Ctx], dict[str, Any]]:
+def _inline(data: bytes) -> Callable[[BadInputCase], dict[str, Any]]:
     return lambda c: {"task_text": "t", "video_b64": base64.b64encode(data).decode()}
 
 
-def _raw(body: bytes) -> Callable[[Ctx], bytes]:
+def _raw(body: bytes) -> Callable[[BadInputCase], bytes]:
     return lambda c: body
 
 
@@ -99,13 +99,13 @@ GOOD = [
 
 
 @pytest.mark.parametrize("build", GOOD)
-def test_edge_case_that_is_valid_is_scored(server: ServerProcess, ctx: Ctx, build: Callable) -> None:
+def test_edge_case_that_is_valid_is_scored(server: ServerProcess, ctx: BadInputCase, build: Callable) -> None:
     response = _post(server, build(ctx))
     assert response.status_code == 200, response.text
     assert response.json()["score"] == pytest.approx(0.8)
 
 
-def test_the_fixtures_are_what_the_cases_claim(ctx: Ctx) -> None:
+def test_the_fixtures_are_what_the_cases_claim(ctx: BadInputCase) -> None:
     assert count_frames(ctx.root / "one_frame.mp4") == 1
     assert set("+/") & set(ctx.one_frame_b64), "the urlsafe case needs characters to translate"
 
@@ -155,7 +155,7 @@ BAD = [
     ("build", "status", "error_type", "fragment"), [b[1:] for b in BAD], ids=[b[0] for b in BAD]
 )
 def test_bad_input_gets_its_documented_error(
-    server: ServerProcess, ctx: Ctx, build: Callable, status: int, error_type: str, fragment: str
+    server: ServerProcess, ctx: BadInputCase, build: Callable, status: int, error_type: str, fragment: str
 ) -> None:
     response = _post(server, build(ctx))
     body = response.json()
@@ -166,7 +166,7 @@ def test_bad_input_gets_its_documented_error(
 
 
 def test_nothing_outside_the_root_was_opened_and_the_server_still_serves(
-    server: ServerProcess, ctx: Ctx
+    server: ServerProcess, ctx: BadInputCase
 ) -> None:
     # Opening a FIFO's write end without blocking fails (ENXIO) unless someone holds the read end.
     with pytest.raises(OSError) as info:

@@ -23,7 +23,7 @@ import requests
 from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 
 pytestmark = pytest.mark.slow
 
@@ -108,7 +108,9 @@ def test_slow_backend_under_load_times_out_cleanly_and_the_server_recovers(
         temp_video_dir=str(tmp_path),
     )
     client = RewardClient(cfg)
-    episodes = [Episode(f"task {i}", list(moving_square_frames(4)), i % 2 == 0) for i in range(EPISODES)]
+    episodes = [
+        FinishedEpisode(f"task {i}", list(moving_square_frames(4)), i % 2 == 0) for i in range(EPISODES)
+    ]
     results = client.score_many(episodes)
     client.close()
     assert [(r.fallback, r.error_kind, r.score) for r in results] == [

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,8 @@ from tests.reward_eval.conftest import (
     run_reward_eval,
 )
 from tests.support.server import ServerProcess
+from vlm_reward.client.episode_record import JUDGE_KEYS, JudgeIdentity
+from vlm_reward.judging.prompts import PRESETS
 from vlm_reward.tools.server_process import ServerStartError, free_port
 
 # ---------------------------------------------------------------------------- the rollout loop
@@ -359,6 +362,11 @@ def test_job_scores_every_episode_and_writes_the_report(
         (False, None, "no", False)
     ] * RUN_EPISODES
     assert [r["vlm_score"] for r in records] == pytest.approx(SHARED_RUN_SCORES, abs=2e-3)
+    # Every line names its judge, as the server answered.
+    judge = JudgeIdentity("qwen_vl_hf", Path(tiny_qwen_checkpoint).name, "probability", "yes_no")
+    judge = replace(judge, prompt_hash=PRESETS["yes_no"].fingerprint)
+    assert [{k: r[k] for k in JUDGE_KEYS} for r in records] == [judge.to_record()] * RUN_EPISODES
+    assert f"[reward-eval] judged by: {judge}" in run.stdout
 
     summary = json.loads((run.run_dir / "summary.json").read_text())
     assert summary["overall"]["n_episodes"] == RUN_EPISODES

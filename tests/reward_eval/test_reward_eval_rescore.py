@@ -20,7 +20,7 @@ from reward_eval.commands import rescore
 from tests.reward_eval.conftest import EvalRun
 from tests.support.server import ServerProcess, free_port
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.client.episode_record import JUDGE_KEYS, EpisodeRecord
 from vlm_reward.client.scoring import RewardClient, ScoreResult
 
 ANSWER = 0.7  # what the fixed_score server answers in these tests
@@ -95,7 +95,9 @@ def test_another_threshold_changes_only_vlm_success(source_run: Path, tmp_path: 
         assert [r["native_success"] for r in records] == [r["native_success"] for r in source]
         assert [r["episode_length"] for r in records] == [r["episode_length"] for r in source]
         assert all(r["success_threshold"] == threshold and not r["fallback"] for r in records)
-        assert set(records[0]) == set(source[0]), "same record format as the env writes"
+        judge = set(JUDGE_KEYS)  # the rescoring judge (fixed_score) asks no prompt of the project's
+        assert set(records[0]) - judge == set(source[0]) - judge, "same record format as the env writes"
+        assert (records[0]["judge_backend"], records[0]["judge_model"]) == ("fixed_score", "none")
         summary = json.loads((out / "summary.json").read_text())
         assert summary["overall"]["vlm_success_rate"] == float(threshold <= ANSWER)
 

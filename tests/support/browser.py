@@ -14,11 +14,14 @@ reader would see go wrong: images that did not load, console errors and uncaught
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
 import json
+import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -63,6 +66,12 @@ def require_chromium() -> str:
     return path
 
 
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to a process group; nothing if it is already gone."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
 @dataclass
 class PageCheck:
     """What went wrong on a loaded page (every list empty: nothing did)."""
@@ -89,12 +98,20 @@ class HeadlessChromium:
             "--no-sandbox",  # the tests may run as root
             "--disable-gpu",
             "--no-first-run",
+            # Nothing to fetch from the closed network here: refused connections only add noise.
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
             "--remote-debugging-port=0",
             "--remote-allow-origins=*",
             f"--user-data-dir={self._profile.name}",
             "about:blank",
         ]
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # Its own process group: its helpers (renderer, zygote, crashpad) are stopped with it, and
+        # none is left writing into the profile while it is removed.
+        self._proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             browser_ws = self._await_listening()
             port = browser_ws.split(":")[2].split("/")[0]
@@ -170,17 +187,19 @@ class HeadlessChromium:
         return check
 
     def close(self) -> None:
-        """Close the connection and stop the browser (terminate, then kill after 10 s)."""
+        """Close the connection and stop the browser's whole process group (SIGTERM, then SIGKILL
+        after 10 s, and SIGKILL for any helper still alive), then remove its profile."""
         ws = getattr(self, "_ws", None)
         if ws is not None:
             ws.close()
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(timeout=10)
+        _signal_group(self._proc.pid, signal.SIGTERM)
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            _signal_group(self._proc.pid, signal.SIGKILL)
+            self._proc.wait(timeout=10)
+        _signal_group(self._proc.pid, signal.SIGKILL)  # helpers that outlived the browser
+        shutil.rmtree(self._profile.name, ignore_errors=True)
         self._profile.cleanup()
 
     def __enter__(self) -> HeadlessChromium:

@@ -72,7 +72,7 @@ DRY_RUN_P_YES = 0.4639
 
 
 @dataclass(frozen=True)
-class Clip:
+class EngineClip:
     """The rendered LIBERO episode: its MP4 (inside both servers' --video-root) and task text."""
 
     path: Path
@@ -96,7 +96,7 @@ class ScriptServer:
 
 
 @pytest.fixture(scope="module")
-def clip(tmp_path_factory: pytest.TempPathFactory) -> Clip:
+def clip(tmp_path_factory: pytest.TempPathFactory) -> EngineClip:
     root = tmp_path_factory.mktemp("vllm-videos")
     path = root / "libero_10_task0.mp4"
     result = subprocess.run(
@@ -109,7 +109,7 @@ def clip(tmp_path_factory: pytest.TempPathFactory) -> Clip:
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 0, result.stderr[-4000:]
-    return Clip(path, result.stdout.strip().splitlines()[-1])
+    return EngineClip(path, result.stdout.strip().splitlines()[-1])
 
 
 def _start_by_script(checkpoint: str, video_root: Path, log_path: Path) -> subprocess.Popen:
@@ -165,7 +165,7 @@ def vllm_python() -> str:
 
 
 @dataclass(frozen=True)
-class Upstream:
+class VllmUpstream:
     """``vllm.entrypoints.openai.api_server`` on the vLLM venv, serving the tiny checkpoint."""
 
     proc: subprocess.Popen
@@ -191,7 +191,7 @@ class Upstream:
         )
 
 
-def _start_upstream(python: str, checkpoint: str, log_path: Path) -> Upstream:
+def _start_upstream(python: str, checkpoint: str, log_path: Path) -> VllmUpstream:
     """The recipe of the README: the Qwen2-VL loader reads every frame of the pinned clip."""
     port = free_port()
     cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", checkpoint]
@@ -201,21 +201,21 @@ def _start_upstream(python: str, checkpoint: str, log_path: Path) -> Upstream:
         proc = subprocess.Popen(
             cmd, cwd=REPO, env=repo_env(python), stdout=log, stderr=log, stdin=subprocess.DEVNULL
         )
-    return Upstream(proc, port, log_path)
+    return VllmUpstream(proc, port, log_path)
 
 
 @dataclass(frozen=True)
 class Engines:
     qwen: ScriptServer
     primo: VllmServer
-    upstream: Upstream
+    upstream: VllmUpstream
     qwen3: VllmServer
 
 
 @pytest.fixture(scope="module")
 def engines(
     vllm_python: str,
-    clip: Clip,
+    clip: EngineClip,
     tiny_qwen_checkpoint: str,
     tiny_qwen3_checkpoint: str,
     tmp_path_factory: pytest.TempPathFactory,
@@ -271,7 +271,7 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
     return int(inputs["input_ids"].shape[1])
 
 
-def clip_job(clip: Clip, nframes: int, mode: str = "auto") -> ScoreJob:
+def clip_job(clip: EngineClip, nframes: int, mode: str = "auto") -> ScoreJob:
     """A job for the clip: text generation ("auto") by default, as the answers are pinned."""
     kwargs = {"max_new_tokens": MAX_NEW_TOKENS}
     return ScoreJob(clip.task, str(clip.path), nframes, 200704, 4.0, kwargs, score_mode=mode)
@@ -323,7 +323,7 @@ def test_servers_run_on_the_vllm_venv(servers: tuple) -> None:
 
 @pytest.mark.parametrize("nframes", [8, 16])
 def test_qwen_answer_is_pinned_and_the_engine_sees_the_frames_asked_for(
-    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str, nframes: int
+    servers: tuple, clip: EngineClip, tiny_qwen_checkpoint: str, nframes: int
 ) -> None:
     qwen, _ = servers
     job = clip_job(clip, nframes)
@@ -345,7 +345,7 @@ def hf_probability(checkpoint: str, job: ScoreJob) -> float:
 
 
 def test_qwen_probability_is_the_transformers_backend_s(
-    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str
+    servers: tuple, clip: EngineClip, tiny_qwen_checkpoint: str
 ) -> None:
     """The default mode reads P(yes) from the engine's log-probabilities of the answer tokens."""
     qwen, _ = servers
@@ -365,7 +365,7 @@ def test_qwen_probability_is_the_transformers_backend_s(
     assert body["answer"] == ("yes" if body["probability"] >= 0.5 else "no")
 
 
-def test_qwen_prompt_grows_with_the_frames_asked_for(clip: Clip, tiny_qwen_checkpoint: str) -> None:
+def test_qwen_prompt_grows_with_the_frames_asked_for(clip: EngineClip, tiny_qwen_checkpoint: str) -> None:
     """The equality above means something: 8 and 16 frames are different prompts."""
     eight, sixteen = (hf_prompt_tokens(tiny_qwen_checkpoint, "qwen", clip_job(clip, n)) for n in (8, 16))
     assert sixteen - eight > 100, (eight, sixteen)
@@ -388,7 +388,7 @@ QWEN3_PINNED: tuple[int, str] = (502, "'Pyew\ufffdD.\ufffd\ufffdyew'")
 
 @pytest.mark.parametrize("mode", ["probability", "auto"])
 def test_qwen3_on_the_engine_is_pinned_and_sees_the_transformers_backend_s_frames(
-    engines: Engines, clip: Clip, tiny_qwen3_checkpoint: str, mode: str
+    engines: Engines, clip: EngineClip, tiny_qwen3_checkpoint: str, mode: str
 ) -> None:
     """Qwen3-VL through the same backend: 32 px tokens, timestamped frames, same answer as
     transformers. The engine's prompt is 2 tokens longer: vLLM 0.32 with transformers 5 keeps
@@ -413,7 +413,7 @@ def test_qwen3_on_the_engine_is_pinned_and_sees_the_transformers_backend_s_frame
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
 def test_roboreward_preset_on_the_engine_reads_the_five_levels_as_transformers_does(
-    engines: Engines, clip: Clip, request: pytest.FixtureRequest, family: str
+    engines: Engines, clip: EngineClip, request: pytest.FixtureRequest, family: str
 ) -> None:
     """Probability mode with the rubric preset: the prompt ends with "ANSWER: " on both
     backends, and the expected level matches transformers' (bfloat16 vs float32: 2e-3)."""
@@ -438,7 +438,7 @@ def test_roboreward_preset_on_the_engine_reads_the_five_levels_as_transformers_d
 
 
 def test_primo_answer_is_pinned_and_first_frame_video_last_frame_reach_the_engine(
-    servers: tuple, clip: Clip, tiny_qwen_checkpoint: str
+    servers: tuple, clip: EngineClip, tiny_qwen_checkpoint: str
 ) -> None:
     _, primo = servers
     job = clip_job(clip, 16)
@@ -495,7 +495,7 @@ def test_dry_run_with_the_vlm_reward_against_the_vllm_server(
 LONG = {"max_new_tokens": 4096}
 
 
-def _body(clip: Clip, backend_kwargs: dict[str, Any]) -> dict[str, Any]:
+def _body(clip: EngineClip, backend_kwargs: dict[str, Any]) -> dict[str, Any]:
     """A text-mode request (probability mode reads one step: nothing would run long)."""
     return {
         "task_text": clip.task,
@@ -507,7 +507,7 @@ def _body(clip: Clip, backend_kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_aborted(
-    servers: tuple, clip: Clip
+    servers: tuple, clip: EngineClip
 ) -> None:
     qwen, _ = servers
     offset = len(qwen.log())
@@ -534,7 +534,9 @@ def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_a
     assert [calls[1] for calls in engine_calls(log[offset:])] == [MAX_NEW_TOKENS]
 
 
-def test_shutdown_answers_a_running_request_503_and_stops_the_engine(servers: tuple, clip: Clip) -> None:
+def test_shutdown_answers_a_running_request_503_and_stops_the_engine(
+    servers: tuple, clip: EngineClip
+) -> None:
     """It stops the PRIMO server (no later test uses it; the fixture's stop is then a no-op)."""
     _, primo = servers
     with ThreadPoolExecutor(1) as pool:
@@ -554,7 +556,7 @@ def test_shutdown_answers_a_running_request_503_and_stops_the_engine(servers: tu
 
 @pytest.fixture(scope="module")
 def openai_judge(
-    engines: Engines, clip: Clip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
+    engines: Engines, clip: EngineClip, tiny_qwen_checkpoint: str, tmp_path_factory: pytest.TempPathFactory
 ):
     """A reward server (this venv) with the openai_compatible backend in front of the OpenAI server."""
     kwargs = json.dumps({"base_url": engines.upstream.base_url})
@@ -577,7 +579,7 @@ UPSTREAM_PROMPT_TOKENS = re.compile(r"upstream prompt_tokens=(\d+)")
 
 @pytest.mark.parametrize("mode", ["probability", "auto"])
 def test_openai_compatible_pins_the_frames_the_upstream_sees(
-    engines: Engines, openai_judge: ServerProcess, clip: Clip, mode: str
+    engines: Engines, openai_judge: ServerProcess, clip: EngineClip, mode: str
 ) -> None:
     """Same job, same prompt length as the in-process vLLM backend: the upstream saw the same frames."""
     job = clip_job(clip, 16, mode=mode)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vlm_reward.frames import evenly_spaced
+from vlm_reward.judging.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 if TYPE_CHECKING:
@@ -112,6 +113,9 @@ class RewardBackend(abc.ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     default_score_mode: ClassVar[str] = "auto"
     score_modes: ClassVar[tuple[str, ...]] = TEXT_SCORE_MODES
+    # The prompts this backend asks with (a preset plus the server's --backend-kwargs), or None
+    # for one that builds no prompt of the project's (a plugin that answers without asking).
+    prompts: ServerPrompts | None = None
 
     def __init__(self, model: str, **backend_kwargs: Any) -> None:
         self.model = model
@@ -121,6 +125,15 @@ class RewardBackend(abc.ABC):
         """Check ``model`` at start-up, before the server listens: raise ``ValueError`` in one
         sentence for one this backend cannot load (a missing local path, an unsupported
         architecture). Cheap: no weights, no network."""
+
+    def prompt_spec(self, score_mode: str, backend_kwargs: Mapping[str, Any]) -> PromptSpec | None:
+        """The prompt a job in ``score_mode`` with ``backend_kwargs`` is asked with (``None``
+        without :attr:`prompts`). ``ValueError``/``TypeError`` for overrides no prompt can take
+        (an unknown preset, a preset read in another mode): the server answers 400 before queueing.
+        Every response names it (preset and fingerprint), so a log says which prompt judged."""
+        if self.prompts is None:
+            return None
+        return self.prompts.for_job(score_mode, dict(backend_kwargs))
 
     @abc.abstractmethod
     def load(self) -> None:

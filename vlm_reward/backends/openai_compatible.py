@@ -192,7 +192,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         self._api_key = os.environ.get("OPENAI_API_KEY")
         sampling_keys = {k: v for k, v in backend_kwargs.items() if k not in CONNECTION_KEYS}
         self._sampling = {**self.sampling_defaults, **sampling_params_kwargs(sampling_keys)}
-        self._prompts = ServerPrompts(self.default_preset, sampling_keys)
+        self.prompts = ServerPrompts(self.default_preset, sampling_keys)
         self._client: Any = None
         self._processor: Any = None
         self._answer_tokens: ScaleTokens | None = None
@@ -234,7 +234,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         """
         check_kwargs(job.backend_kwargs, per_request=True)
         mode = job.score_mode or self.default_score_mode
-        spec = self._prompts.for_job(mode, job.backend_kwargs)
+        spec = self.prompts.for_job(mode, job.backend_kwargs)
         family = self.require_family()
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
@@ -257,7 +257,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         return body, accepted_prompt_tokens(expected, vision, family)
 
     def _answer_tokens_of(self, job: ScoreJob) -> AnswerTokens:
-        spec = self._prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
+        spec = self.prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
         return require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
 
     async def generate_one(self, job: ScoreJob) -> str | ProbabilityAnswer:

@@ -134,7 +134,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         super().__init__(model, **backend_kwargs)
         check_backend_kwargs(backend_kwargs, per_request=False)
         self.device, self.dtype = check_load_settings(backend_kwargs)
-        self._prompts = ServerPrompts(self.default_preset, backend_kwargs)
+        self.prompts = ServerPrompts(self.default_preset, backend_kwargs)
         self._settings = generation_settings(backend_kwargs, GenerationSettings())
         self._model: Any = None
         self._processor: Any = None
@@ -170,7 +170,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
     def job_settings(self, job: ScoreJob) -> tuple[PromptSpec, GenerationSettings]:
         """The prompt and decoding settings for ``job``: the server's, with its overrides applied."""
         check_backend_kwargs(job.backend_kwargs, per_request=True)
-        spec = self._prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
+        spec = self.prompts.for_job(job.score_mode or self.default_score_mode, job.backend_kwargs)
         return spec, generation_settings(job.backend_kwargs, self._settings)
 
     def frame_indices(self, total_frames: int, nframes: int) -> list[int]:

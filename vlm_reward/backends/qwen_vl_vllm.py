@@ -154,7 +154,7 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         check_backend_kwargs(backend_kwargs, per_request=False)
         self._engine_kwargs = engine_kwargs(backend_kwargs)
         self._sampling = {**self.sampling_defaults, **sampling_params_kwargs(backend_kwargs)}
-        self._prompts = ServerPrompts(self.default_preset, backend_kwargs)
+        self.prompts = ServerPrompts(self.default_preset, backend_kwargs)
         self._vllm: Any = None
         self._engine: Any = None
         self._processor: Any = None
@@ -182,7 +182,7 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
         """
         mode, overrides = job.score_mode or self.default_score_mode, job.backend_kwargs
         sampling = self.sampling(overrides)  # validates the request's kwargs in either mode
-        spec = self._prompts.for_job(mode, overrides)
+        spec = self.prompts.for_job(mode, overrides)
         if mode == "probability":
             tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
             sampling = probability_sampling(tokens)

@@ -8,5 +8,6 @@
 - :mod:`~vlm_reward.client.config`: the ``reward_model`` block the env YAML carries (pydantic);
 - :mod:`~vlm_reward.client.episode_record`: one line of the JSONL episode log, typed.
 
-The env's side (an ended LIBERO episode -> a call) is ``rlinf.envs.libero.vlm_reward_client``.
+``rlinf.envs.libero.libero_env`` submits each ended LIBERO episode to :class:`RewardClient`
+(re-exported at the env package's original path, ``rlinf.envs.libero.vlm_reward_client``).
 """

@@ -59,6 +59,9 @@ JUDGEMENT_KEYS = (
     "binary_reward",
     "success_threshold",
 )
+# Who judged, from the server's response: written when known (never on a fallback, and not by
+# servers or logs older than these keys), so older lines read and write back unchanged.
+JUDGE_KEYS = ("judge_backend", "judge_model", "score_mode", "prompt_preset", "prompt_hash")
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
 
 
@@ -66,6 +69,34 @@ def is_success(score: float, threshold: float) -> bool:
     """The success rule everywhere (the env's ``vlm_success``, its binary signal, every report):
     a score at or above the threshold is a success."""
     return float(score) >= threshold
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Which judge scored an episode, as its server answered: backend, model, how the answer was
+    read, and the prompt (its preset and its fingerprint, which tells edited prompts apart).
+
+    Two episodes with different identities were not judged alike: a report over both says so.
+    """
+
+    backend: str
+    model: str
+    score_mode: str | None = None
+    prompt_preset: str | None = None
+    prompt_hash: str | None = None
+
+    def __str__(self) -> str:
+        parts = [f"{self.backend} on {self.model}"]
+        if self.score_mode is not None:
+            parts.append(f"score_mode {self.score_mode}")
+        if self.prompt_preset is not None:
+            parts.append(f"prompt {self.prompt_preset} ({self.prompt_hash})")
+        return ", ".join(parts)
+
+    def to_record(self) -> dict[str, Any]:
+        """The record's judge keys (:data:`JUDGE_KEYS`)."""
+        values = (self.backend, self.model, self.score_mode, self.prompt_preset, self.prompt_hash)
+        return dict(zip(JUDGE_KEYS, values, strict=True))
 
 
 class Judgement(Protocol):
@@ -82,6 +113,7 @@ class Judgement(Protocol):
     num_frames_sent: int
     endpoint: str | None
     failovers: int
+    judge: JudgeIdentity | None
 
 
 class JudgementSettings(Protocol):
@@ -126,6 +158,11 @@ class EpisodeRecord:
     used_for_training: bool | None = None
     binary_reward: bool | None = None
     success_threshold: float | None = None
+    judge_backend: str | None = None  # the judge's identity (JUDGE_KEYS); None: a fallback or an older log
+    judge_model: str | None = None
+    score_mode: str | None = None
+    prompt_preset: str | None = None
+    prompt_hash: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this model does not know, kept
 
     @classmethod
@@ -151,7 +188,8 @@ class EpisodeRecord:
             "binary_reward": settings.binary_reward,
             "success_threshold": settings.success_threshold,
         }
-        return cls.from_json({**meta, **judgement})
+        judge = {} if result.judge is None else result.judge.to_record()
+        return cls.from_json({**meta, **judgement, **judge})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "episode record") -> EpisodeRecord:
@@ -174,14 +212,26 @@ class EpisodeRecord:
         return cls(**values, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
-        """The line's object: the episode's keys that are set, unknown keys, then every judgement key."""
+        """The line's object: the episode's keys that are set, unknown keys, every judgement key,
+        then the judge's keys that are set."""
         meta = {key: getattr(self, key) for key in META_KEYS if getattr(self, key) is not None}
-        return {**meta, **self.extra, **{key: getattr(self, key) for key in JUDGEMENT_KEYS}}
+        judge = {key: getattr(self, key) for key in JUDGE_KEYS if getattr(self, key) is not None}
+        return {**meta, **self.extra, **{key: getattr(self, key) for key in JUDGEMENT_KEYS}, **judge}
 
     @property
     def meta(self) -> dict[str, Any]:
         """What describes the episode rather than its judgement (copied when it is judged again)."""
-        return {key: value for key, value in self.to_json().items() if key not in JUDGEMENT_KEYS}
+        judged = (*JUDGEMENT_KEYS, *JUDGE_KEYS)
+        return {key: value for key, value in self.to_json().items() if key not in judged}
+
+    @property
+    def judge(self) -> JudgeIdentity | None:
+        """Who judged this episode; ``None`` for a fallback or a line older than the judge keys."""
+        if self.judge_backend is None or self.judge_model is None:
+            return None
+        return JudgeIdentity(
+            self.judge_backend, self.judge_model, self.score_mode, self.prompt_preset, self.prompt_hash
+        )
 
     def at_threshold(self, threshold: float, binary_reward: bool | None = None) -> EpisodeRecord:
         """This record judged at ``threshold`` (and ``binary_reward`` when given); the score unchanged."""

@@ -61,6 +61,7 @@ import requests
 from pydantic import ValidationError
 
 from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.episode_record import JudgeIdentity
 from vlm_reward.client.http import (
     RewardAuthError,
     RewardRequestError,
@@ -85,7 +86,7 @@ class _RoundFailed(Exception):
 
 
 @dataclass(frozen=True)
-class Episode:
+class FinishedEpisode:
     """One finished episode to score: the policy's main images, oldest first."""
 
     task_text: str
@@ -108,6 +109,12 @@ class ScoreResult:
     num_frames_sent: int = 0
     endpoint: str | None = None  # the replica that answered; None on a fallback
     failovers: int = 0  # replicas that failed before the one that answered
+    judge: JudgeIdentity | None = None  # who judged, as the server answered; None on a fallback
+
+
+def judge_of(body: ScoreResponse) -> JudgeIdentity:
+    """Who judged, as a response names it."""
+    return JudgeIdentity(body.backend, body.model, body.score_mode, body.prompt_preset, body.prompt_hash)
 
 
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
@@ -138,7 +145,7 @@ class RewardClient:
         self._video_dir = cfg.temp_video_dir or tempfile.gettempdir()
         os.makedirs(self._video_dir, exist_ok=True)
 
-    def submit(self, episode: Episode) -> Future[ScoreResult]:
+    def submit(self, episode: FinishedEpisode) -> Future[ScoreResult]:
         """Start scoring ``episode`` on the client's thread pool and return at once.
 
         The future's ``result()`` is :meth:`score`'s: the judgement, the fallback, or (with
@@ -148,13 +155,13 @@ class RewardClient:
         """
         return self._pool.submit(self.score, episode)
 
-    def score_many(self, episodes: Sequence[Episode]) -> list[ScoreResult]:
+    def score_many(self, episodes: Sequence[FinishedEpisode]) -> list[ScoreResult]:
         """Score ``episodes`` concurrently (at most ``max_concurrency`` in flight), in order."""
         if len(episodes) <= 1:
             return [self.score(e) for e in episodes]
         return list(self._pool.map(self.score, episodes))
 
-    def score(self, episode: Episode) -> ScoreResult:
+    def score(self, episode: FinishedEpisode) -> ScoreResult:
         """Score one episode; raises :class:`RewardRequestError` only with ``fail_on_request_error``,
         and :class:`~vlm_reward.client.http.RewardAuthError` on a 401 whatever it says."""
         started = time.perf_counter()
@@ -182,7 +189,7 @@ class RewardClient:
         fallback uses ``native_success``); ``num_frames`` is sent as ``nframes``. The file
         is read, never removed, and the result's ``video_path`` is its absolute path.
         """
-        episode = Episode(task_text, (), native_success)
+        episode = FinishedEpisode(task_text, (), native_success)
         started = time.perf_counter()
         return self._request(episode, video_path, num_frames, started, os.path.abspath(video_path))
 
@@ -196,7 +203,7 @@ class RewardClient:
             )
 
     def _request(
-        self, episode: Episode, path: str, nframes: int, started: float, kept: str | None
+        self, episode: FinishedEpisode, path: str, nframes: int, started: float, kept: str | None
     ) -> ScoreResult:
         """POST the video at ``path``; a failure becomes the fallback (or raises, see ``score``).
 
@@ -217,6 +224,9 @@ class RewardClient:
             num_frames_sent=nframes,
             endpoint=endpoint,
             failovers=failovers,
+            judge=JudgeIdentity(
+                body.backend, body.model, body.score_mode, body.prompt_preset, body.prompt_hash
+            ),
         )
 
     def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:
@@ -283,7 +293,9 @@ class RewardClient:
             return body, endpoint, failovers
         raise AssertionError("unreachable: a pool is never empty")
 
-    def _fallback(self, episode: Episode, exc: RewardRequestError, started: float, sent: int) -> ScoreResult:
+    def _fallback(
+        self, episode: FinishedEpisode, exc: RewardRequestError, started: float, sent: int
+    ) -> ScoreResult:
         if exc.status == 401:  # never a fallback, whatever fail_on_request_error says
             raise RewardAuthError(exc.endpoint, exc.reason, self.cfg.api_key_env) from exc
         if self.cfg.fail_on_request_error:

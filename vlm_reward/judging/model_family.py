@@ -78,7 +78,6 @@ QWEN3_VL = ModelFamily(
 )
 # model_type -> family; the one list of supported architectures.
 FAMILIES: Mapping[str, ModelFamily] = {f.model_type: f for f in (QWEN2_5_VL, QWEN3_VL)}
-DEFAULT_FAMILY = QWEN2_5_VL
 
 # A hub id is "name" or "owner/name" of word characters, dots and dashes (no leading "/",
 # ".", "~", no "..", at most one "/"); anything else can only be a local path.

@@ -20,6 +20,8 @@ transformers' processor and qwen-vl-utils' ``process_vision_info`` understand.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -31,7 +33,12 @@ PROMPT_OVERRIDE_KEYS = ("prompt", "system_prompt", "question_template", "frame_l
 
 @dataclass(frozen=True)
 class PromptSpec:
-    """What to ask and how to show the episode; ``{task}`` in the template is the task text."""
+    """What to ask and how to show the episode; ``{task}`` in the template is the task text.
+
+    ``preset`` names the preset the spec started from (``custom`` for one built by hand); the
+    :attr:`fingerprint` tells apart specs that differ in anything the model sees or is read by,
+    so an episode log can say exactly which prompt judged it.
+    """
 
     system_prompt: str
     question_template: str
@@ -39,6 +46,7 @@ class PromptSpec:
     answer_scale: AnswerScale = YES_NO
     answer_prefix: str = ""
     text_score_mode: str | None = None
+    preset: str = "custom"
 
     def __post_init__(self) -> None:
         if self.frame_layout not in FRAME_LAYOUTS:
@@ -52,6 +60,15 @@ class PromptSpec:
         """The user question for one episode (only ``{task}`` is substituted)."""
         return self.question_template.replace("{task}", task_text.strip())
 
+    @property
+    def fingerprint(self) -> str:
+        """12 hex digits of the SHA-256 of what the model sees and how its answer is read (the
+        preset's name aside): equal fingerprints, equal prompts."""
+        seen = [self.system_prompt, self.question_template, self.frame_layout, self.answer_prefix]
+        read = [list(self.answer_scale.words), list(self.answer_scale.scores), self.text_score_mode]
+        digest = hashlib.sha256(json.dumps([seen, read]).encode("utf-8")).hexdigest()
+        return digest[:12]
+
 
 QWEN_VIDEO_PROMPT = PromptSpec(
     system_prompt="You are a careful judge of robot manipulation videos.",
@@ -63,6 +80,7 @@ QWEN_VIDEO_PROMPT = PromptSpec(
         "Put only the number inside <answer></answer>."
     ),
     frame_layout="video",
+    preset="qwen",
 )
 
 # PRIMO-R1's published format (10-OASIS-01/PRIMO-R1, src/primo_prompts.py, used by
@@ -113,6 +131,7 @@ PRIMO_PROMPT = PromptSpec(
         "Give only the numerical value (for example 40 or 87.5) between the <answer> </answer> tags."
     ),
     frame_layout="first_video_last",
+    preset="primo",
 )
 
 # score_mode "probability" reads P(yes) at the first answer position, so the question must
@@ -125,6 +144,7 @@ YES_NO_PROMPT = PromptSpec(
         "Answer with one word: yes or no."
     ),
     frame_layout="video",
+    preset="yes_no",
 )
 
 # A 1-5 rubric on the final state, the answer format RoboReward-style judges are trained on.
@@ -145,13 +165,11 @@ ROBOREWARD_PROMPT = PromptSpec(
     answer_scale=RUBRIC_1_TO_5,
     answer_prefix="ANSWER: ",
     text_score_mode="rubric",
+    preset="roboreward",
 )
 
 PRESETS: dict[str, PromptSpec] = {
-    "qwen": QWEN_VIDEO_PROMPT,
-    "primo": PRIMO_PROMPT,
-    "yes_no": YES_NO_PROMPT,
-    "roboreward": ROBOREWARD_PROMPT,
+    spec.preset: spec for spec in (QWEN_VIDEO_PROMPT, PRIMO_PROMPT, YES_NO_PROMPT, ROBOREWARD_PROMPT)
 }
 # The preset a backend starts from in score_mode "probability", whatever its text preset.
 PROBABILITY_PRESET = "yes_no"

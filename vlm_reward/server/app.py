@@ -80,7 +80,7 @@ def error_json(exc: BaseException) -> JSONResponse:
     """The HTTP response for any exception (via the one mapping function)."""
     status, body = error_response(exc)
     # The client gets a scrubbed one-liner; the operator gets the traceback here. (Unknown
-    # exceptions are not logged here: Starlette re-raises them and uvicorn logs them.)
+    # exceptions are not logged here: Starlette re-raises them and Hypercorn logs them.)
     if isinstance(exc, BackendError) and status >= 500:
         logger.error("%s", body["error"]["message"], exc_info=exc.cause)
     elif isinstance(exc, AnswerParseError):  # the answer is worth seeing when tuning prompts

@@ -24,6 +24,7 @@ from vlm_reward.errors import (
     ServerShuttingDownError,
     scrub,
 )
+from vlm_reward.judging.prompts import PromptSpec
 from vlm_reward.server.batching import JobRunner
 from vlm_reward.server.config import ServerConfig, model_display_name
 from vlm_reward.server.limits import RequestLimits
@@ -39,7 +40,8 @@ class Admission:
     """A request this backend has accepted: what its job needs, decided once before queueing.
 
     ``frames(total)`` is which frames of a ``total``-frame video the backend shows for the
-    request's ``nframes`` (the server decodes only those).
+    request's ``nframes`` (the server decodes only those). ``prompt`` is what the job will be
+    asked (``None`` for a backend without the project's prompts): the response names it.
     """
 
     backend: str
@@ -47,6 +49,7 @@ class Admission:
     runner: JobRunner[ScoreJob, str]
     score_mode: str
     frames: Callable[[int], list[int]]
+    prompt: PromptSpec | None = None
 
 
 class BackendSlot:
@@ -104,12 +107,17 @@ class BackendSlot:
         self, nframes: int, backend_kwargs: Mapping[str, Any], score_mode: str | None, limits: RequestLimits
     ) -> Admission:
         """Admit a request or raise why not, in this order: not ready (503), a generation budget
-        above ``--max-new-tokens`` (422) or bad kwargs (400), a score mode it cannot serve (400)."""
+        above ``--max-new-tokens`` (422) or bad kwargs (400), a score mode it cannot serve (400),
+        prompt overrides no prompt can take in that mode (400)."""
         runner = self.require_ready()
         self.check_budget(backend_kwargs, limits)
         mode = self.score_mode(score_mode)
+        try:
+            prompt = self.backend.prompt_spec(mode, backend_kwargs)
+        except (ValueError, TypeError) as exc:
+            raise BackendError(self.name, exc) from exc
         frames = self.backend.frame_indices
-        return Admission(self.name, self.model, runner, mode, lambda total: frames(total, nframes))
+        return Admission(self.name, self.model, runner, mode, lambda total: frames(total, nframes), prompt)
 
     def score_mode(self, requested: str | None) -> str:
         """The request's score mode (default: the backend's); 400 if this backend cannot serve it."""

@@ -165,11 +165,15 @@ class RewardService:
             on_backend(slot.name)
         admitted = slot.admit(req.nframes, req.backend_kwargs, req.score_mode, self.limits)
         answer = await self._generate(admitted, req, client_gone)
+        prompt = admitted.prompt
         return ScoreResponse(
             **_read_answer(answer, admitted.score_mode, admitted.backend),
             backend=admitted.backend,
             model=admitted.model,
             latency_s=round(time.perf_counter() - start, 6),
+            score_mode=admitted.score_mode,
+            prompt_preset=None if prompt is None else prompt.preset,
+            prompt_hash=None if prompt is None else prompt.fingerprint,
         )
 
     async def _generate(

@@ -40,7 +40,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from vlm_reward.client.episode_record import is_success
+from vlm_reward.client.episode_record import Judgement, is_success
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +55,6 @@ VLM_METRIC_KEYS = (
     "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
     "vlm_failovers",  # reward-server replicas that failed before one answered
 )
-
-
-class Judgement(Protocol):
-    """What a scoring call returns (``RewardClient``'s ``ScoreResult`` is one)."""
-
-    score: float
-    fallback: bool
-    latency_s: float
-    failovers: int
 
 
 class SignalSettings(Protocol):
@@ -105,7 +96,7 @@ class Scored:
     length: int  # steps, from RLinf's elapsed_steps at the end step
     native_success: bool
     signal: float | None  # s fed to the reward; None in shadow mode
-    result: Any  # the Judgement
+    result: Judgement
 
 
 def success_signal(score: float, cfg: SignalSettings) -> float:

@@ -17,10 +17,9 @@ import torch
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
 from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Scored, Shaping
-from rlinf.envs.libero.vlm_reward_client import submit_ended
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
-from vlm_reward.client.scoring import RewardClient
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 
 _upstream = load_installed_module(__name__)
 
@@ -249,9 +248,11 @@ class LiberoEnv(_upstream.LiberoEnv):
         return obs, reward, terminations, truncations, infos
 
     def _submit(self, ended: Ended) -> None:
-        """Start scoring an episode that just ended; the core waits for it at collection."""
-        future = submit_ended(self._client, ended, self.task_descriptions[ended.env])
-        self._rewards.submitted(ended.env, future)
+        """Start scoring an episode that just ended, under its env's task instruction: the call
+        runs on the client's threads while the rollout goes on, and the core collects it when
+        the chunk ends (or before the env resets)."""
+        episode = FinishedEpisode(self.task_descriptions[ended.env], ended.frames, ended.native_success)
+        self._rewards.submitted(ended.env, self._client.submit(episode))
 
     def _collect(self, infos: dict) -> None:
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""

@@ -1,25 +1,24 @@
-"""Where the env meets the reward server's client: an episode that ended -> a scoring call.
+"""The VLM reward client, at the env package's original path.
 
-The client itself (:mod:`vlm_reward.client.scoring`: frames -> MP4 -> ``POST /score``,
-replicas, retries and the fallback score that ``reward_model.fallback_score`` configures)
-knows nothing of LIBERO or RLinf, so the tools that only score videos (``rescore``, the
-audit, the dry run, the benchmarks) import it without RLinf installed. This adaptor is the
-env's side: what an ended episode sends (the env's task text, the policy's main images the
-core cached, the native success the fallback falls back to).
+The client itself lives in :mod:`vlm_reward.client` so that the tools which only score
+videos (``rescore``, the audit, the dry run, the benchmarks) need no RLinf. This module keeps
+the path the fork's design named for it (``rlinf.envs.libero.vlm_reward_client``): what the
+env uses to score an episode that ended is importable from beside the env. ``LiberoEnv``
+builds a :class:`RewardClient` from its ``reward_model`` block and submits each ended episode
+as a :class:`FinishedEpisode`.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import Future
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.client.http import RewardAuthError, RewardRequestError
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, ScoreResult
 
-from rlinf.envs.libero.episode_reward import Ended
-from vlm_reward.client.scoring import Episode, RewardClient, ScoreResult
-
-
-def submit_ended(client: RewardClient, ended: Ended, task_text: str) -> Future[ScoreResult]:
-    """Start scoring ``ended`` under ``task_text`` (the env's instruction for its task) at once.
-
-    The future is the client's (:meth:`RewardClient.submit`): the core collects it when the
-    chunk ends, so the call overlaps the rest of the rollout.
-    """
-    return client.submit(Episode(task_text, ended.frames, ended.native_success))
+__all__ = [
+    "FinishedEpisode",
+    "RewardAuthError",
+    "RewardClient",
+    "RewardModelConfig",
+    "RewardRequestError",
+    "ScoreResult",
+]

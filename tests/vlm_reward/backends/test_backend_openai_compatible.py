@@ -29,7 +29,7 @@ from vlm_reward.judging.probability import AnswerTokens
 from vlm_reward.video_io import probe_video
 
 
-class Upstream:
+class FakeUpstream:
     """Serves ``/v1/models`` and ``/v1/chat/completions``; answers ``reply(body)``; keeps the bodies."""
 
     def __init__(self, model: str) -> None:
@@ -63,14 +63,14 @@ class Upstream:
 
 
 @pytest.fixture(scope="module")
-def upstream(tiny_qwen_checkpoint: str) -> Iterator[Upstream]:
-    server = Upstream(tiny_qwen_checkpoint)
+def upstream(tiny_qwen_checkpoint: str) -> Iterator[FakeUpstream]:
+    server = FakeUpstream(tiny_qwen_checkpoint)
     yield server
     server.httpd.shutdown()
 
 
 @pytest.fixture(scope="module")
-def backend(upstream: Upstream, tiny_qwen_checkpoint: str) -> Iterator[OpenAICompatibleBackend]:
+def backend(upstream: FakeUpstream, tiny_qwen_checkpoint: str) -> Iterator[OpenAICompatibleBackend]:
     loaded = OpenAICompatibleBackend(tiny_qwen_checkpoint, base_url=upstream.base_url)
     loaded.load()
     yield loaded
@@ -116,7 +116,7 @@ def test_expected_prompt_tokens_expands_each_placeholder(backend: OpenAICompatib
 
 
 def test_a_probability_request_pins_frames_and_asks_for_the_answer_tokens(
-    backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str, tmp_path: Path
+    backend: OpenAICompatibleBackend, upstream: FakeUpstream, sample_mp4: str, tmp_path: Path
 ) -> None:
     body, [expected] = backend.request_body(job(sample_mp4))
     tokens = AnswerTokens.from_tokenizer(backend._processor.tokenizer)
@@ -152,7 +152,7 @@ def test_primo_layout_sends_first_frame_video_last_frame(
 
 
 def test_a_resampling_upstream_is_caught_by_the_prompt_length(
-    backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str
+    backend: OpenAICompatibleBackend, upstream: FakeUpstream, sample_mp4: str
 ) -> None:
     _, [expected] = backend.request_body(job(sample_mp4, "auto"))
     upstream.reply = lambda b: completion(expected - 144, content="<answer>1</answer>")
@@ -167,7 +167,7 @@ def test_a_resampling_upstream_is_caught_by_the_prompt_length(
 
 
 def test_sampling_settings_reach_the_upstream_and_bad_ones_fail_alone(
-    backend: OpenAICompatibleBackend, upstream: Upstream, sample_mp4: str
+    backend: OpenAICompatibleBackend, upstream: FakeUpstream, sample_mp4: str
 ) -> None:
     _, [expected] = backend.request_body(job(sample_mp4, "auto"))
     upstream.reply = lambda b: completion(expected, content="ok")
@@ -185,7 +185,7 @@ def test_answer_logprobs_reads_token_ids() -> None:
 
 
 def test_a_model_the_upstream_does_not_serve_fails_to_load(
-    upstream: Upstream, tiny_qwen_checkpoint: str
+    upstream: FakeUpstream, tiny_qwen_checkpoint: str
 ) -> None:
     wrong = OpenAICompatibleBackend(
         tiny_qwen_checkpoint, base_url=upstream.base_url, served_model_name="nope"
@@ -202,7 +202,7 @@ def test_a_qwen3_upstream_may_keep_the_outer_video_wrap(
 ) -> None:
     """Qwen3-VL: 32 px tokens and timestamps counted by its processor; an upstream on
     transformers >= 5.10 reports 2 more tokens per video (the kept outer start/end pair)."""
-    upstream = Upstream(tiny_qwen3_checkpoint)
+    upstream = FakeUpstream(tiny_qwen3_checkpoint)
     backend = OpenAICompatibleBackend(tiny_qwen3_checkpoint, base_url=upstream.base_url)
     try:
         backend.load()

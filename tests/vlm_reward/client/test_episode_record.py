@@ -16,6 +16,7 @@ from vlm_reward.client.episode_record import (
     JUDGEMENT_KEYS,
     EpisodeLogWriter,
     EpisodeRecord,
+    JudgeIdentity,
     episode_log_path,
     is_success,
     read_episode_log,
@@ -42,10 +43,14 @@ OLD_LINES = [
 ]
 
 
+JUDGE = JudgeIdentity("qwen_vl_hf", "tiny-qwen", "probability", "yes_no", "6b101f59a615")
+
+
 def _result(score: float = 0.8, fallback: bool = False) -> SimpleNamespace:
     return SimpleNamespace(
         score=score, raw_value=score, answer="yes", latency_s=0.123456, fallback=fallback, error=None,
         error_kind=None, video_path="/v.mp4", num_frames_sent=16, endpoint="http://e/score", failovers=1,
+        judge=None if fallback else JUDGE,
     )  # fmt: skip
 
 
@@ -89,8 +94,20 @@ def test_judged_builds_the_line_the_env_writes() -> None:
         "vlm_answer": "yes", "fallback": False, "error": None, "error_kind": None, "latency_s": 0.1235,
         "frames_sent": 16, "video_path": "/v.mp4", "endpoint": "http://e/score", "failovers": 1,
         "used_for_training": False, "binary_reward": True, "success_threshold": 0.5,
+        "judge_backend": "qwen_vl_hf", "judge_model": "tiny-qwen", "score_mode": "probability",
+        "prompt_preset": "yes_no", "prompt_hash": "6b101f59a615",
     }  # fmt: skip
     assert record.meta == meta
+    assert record.judge == JUDGE
+    assert (
+        str(record.judge) == "qwen_vl_hf on tiny-qwen, score_mode probability, prompt yes_no (6b101f59a615)"
+    )
+
+
+def test_a_fallback_and_an_older_line_name_no_judge() -> None:
+    fallback = EpisodeRecord.judged({"task_id": 0}, _result(0.0, fallback=True), False, SETTINGS)
+    assert fallback.judge is None and "judge_backend" not in fallback.to_json()
+    assert EpisodeRecord.from_json(json.loads(ENV_LINE)).judge is None
 
 
 def test_at_threshold_recomputes_only_the_verdict() -> None:

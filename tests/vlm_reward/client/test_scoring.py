@@ -17,12 +17,7 @@ from tests.conftest import moving_square_frames
 from tests.support.canned_server import CannedServer
 from tests.support.server import REPO, ServerProcess, free_port
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import (
-    Episode,
-    RewardClient,
-    RewardRequestError,
-    sample_frame_indices,
-)
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, RewardRequestError, sample_frame_indices
 
 SAMPLING = [
     (1, [0]),
@@ -48,8 +43,8 @@ def test_sampling_rejects_bad_sizes(bad: tuple[int, int]) -> None:
         sample_frame_indices(*bad)
 
 
-def _episode(n: int = 20, native: bool = False, task: str = "put the bowl on the plate") -> Episode:
-    return Episode(task, list(moving_square_frames(n)), native)
+def _episode(n: int = 20, native: bool = False, task: str = "put the bowl on the plate") -> FinishedEpisode:
+    return FinishedEpisode(task, list(moving_square_frames(n)), native)
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +98,14 @@ class NoRlinf:
 sys.meta_path.insert(0, NoRlinf())
 import numpy as np
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.scoring import Episode, RewardClient
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 endpoint, video_dir = sys.argv[1:]
 cfg = RewardModelConfig(
     enable=True, endpoint=endpoint, backend="recording", temp_video_dir=video_dir, nframes=8
 )
 client = RewardClient(cfg)
 frames = [np.full((64, 64, 3), 8 * i, np.uint8) for i in range(30)]
-result = client.score(Episode("put the bowl on the plate", frames, False))
+result = client.score(FinishedEpisode("put the bowl on the plate", frames, False))
 client.close()
 print(json.dumps({"score": result.score, "fallback": result.fallback, "sent": result.num_frames_sent,
                   "rlinf_loaded": any(m.split(".")[0] == "rlinf" for m in sys.modules)}))

@@ -20,7 +20,7 @@ from tests.support.server import ServerProcess
 from tests.support.tls import self_signed_cert
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.http import RewardAuthError
-from vlm_reward.client.scoring import Episode, RewardClient
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 from vlm_reward.protocol import API_KEY_ENV
 
 pytestmark = pytest.mark.slow  # a real server process
@@ -30,14 +30,14 @@ KEY_VAR = "TEST_REWARD_KEY"
 
 
 @dataclass(frozen=True)
-class Keyed:
+class KeyedClientServer:
     server: ServerProcess
     cert: str
     videos: Path
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KeyedClientServer]:
     base = tmp_path_factory.mktemp("keyed-env")
     videos = base / "videos"
     videos.mkdir()
@@ -45,11 +45,11 @@ def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keyed]:
     args = ["--backend", "fixed_score", "--model", "fake", "--video-root", str(videos)]
     args += ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key)]
     server = ServerProcess(args, base / "server.log", env={API_KEY_ENV: KEY}).wait_ready()
-    yield Keyed(server, str(cert), videos)
+    yield KeyedClientServer(server, str(cert), videos)
     server.stop()
 
 
-def _client(keyed: Keyed, **changes: object) -> RewardClient:
+def _client(keyed: KeyedClientServer, **changes: object) -> RewardClient:
     settings = {
         "enable": True,
         "endpoint": keyed.server.endpoint,
@@ -63,11 +63,11 @@ def _client(keyed: Keyed, **changes: object) -> RewardClient:
     return RewardClient(RewardModelConfig(**settings))
 
 
-def _episode() -> Episode:
-    return Episode("put the bowl on the plate", list(moving_square_frames(4)), native_success=True)
+def _episode() -> FinishedEpisode:
+    return FinishedEpisode("put the bowl on the plate", list(moving_square_frames(4)), native_success=True)
 
 
-def test_the_right_key_is_scored(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_right_key_is_scored(keyed: KeyedClientServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_VAR, KEY)
     client = _client(keyed)
     try:
@@ -80,7 +80,7 @@ def test_the_right_key_is_scored(keyed: Keyed, monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
 def test_a_wrong_key_raises_at_once_sent_once_whatever_the_failure_policy(
-    keyed: Keyed, monkeypatch: pytest.MonkeyPatch, strict: bool
+    keyed: KeyedClientServer, monkeypatch: pytest.MonkeyPatch, strict: bool
 ) -> None:
     monkeypatch.setenv(KEY_VAR, "not-the-key")
     line = "POST /score backend=- status=401"
@@ -103,7 +103,7 @@ def test_a_wrong_key_raises_at_once_sent_once_whatever_the_failure_policy(
 
 @pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])
 def test_a_named_but_missing_variable_stops_the_client_being_built(
-    keyed: Keyed, monkeypatch: pytest.MonkeyPatch, value: str | None
+    keyed: KeyedClientServer, monkeypatch: pytest.MonkeyPatch, value: str | None
 ) -> None:
     if value is None:
         monkeypatch.delenv(KEY_VAR, raising=False)
@@ -114,7 +114,7 @@ def test_a_named_but_missing_variable_stops_the_client_being_built(
 
 
 def test_an_untrusted_certificate_is_a_connection_fallback(
-    keyed: Keyed, monkeypatch: pytest.MonkeyPatch
+    keyed: KeyedClientServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_VAR, KEY)
     client = _client(keyed, ca_bundle=None, max_retries=0)
@@ -135,7 +135,7 @@ DRY_RUN_KEYS = [
 
 @pytest.mark.parametrize(("key", "error"), [r[1:] for r in DRY_RUN_KEYS], ids=[r[0] for r in DRY_RUN_KEYS])
 def test_the_dry_run_checks_the_key_against_each_replica(
-    keyed: Keyed, key: str | None, error: str | None
+    keyed: KeyedClientServer, key: str | None, error: str | None
 ) -> None:
     from examples.embodiment.dry_run import SetupError, check_reward_key
 

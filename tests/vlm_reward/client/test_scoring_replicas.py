@@ -18,7 +18,7 @@ from tests.support.canned_server import CannedServer
 from tests.support.server import free_port
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.http import RewardAuthError
-from vlm_reward.client.scoring import Episode, RewardClient, RewardRequestError
+from vlm_reward.client.scoring import FinishedEpisode, RewardClient, RewardRequestError
 
 REPLY = json.dumps(
     {"score": 0.6, "raw_value": 0.6, "answer": "0.6", "think": None}
@@ -30,8 +30,8 @@ PARSE_ERROR = json.dumps({"error": {"type": "parse_error", "message": "no number
 UNAUTHORIZED = json.dumps({"error": {"type": "unauthorized", "message": "needs a key"}}).encode()
 
 
-def _episode(native: bool = False) -> Episode:
-    return Episode("put the bowl on the plate", list(moving_square_frames(4)), native)
+def _episode(native: bool = False) -> FinishedEpisode:
+    return FinishedEpisode("put the bowl on the plate", list(moving_square_frames(4)), native)
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ FAKE_MODEL = "/models/fake-model"
 
 
 @dataclass(frozen=True)
-class Ctx:
+class ServerCase:
     """Paths and payloads the request tables are built from."""
 
     root: Path
@@ -42,7 +42,7 @@ class Ctx:
 
 
 @pytest.fixture(scope="module")
-def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Ctx:
+def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> ServerCase:
     root = tmp_path_factory.mktemp("video-root")
     shutil.copy(sample_mp4, root / "episode.mp4")
     (root / "junk.mp4").write_bytes(b"<html>not a video</html>" * 20)
@@ -51,11 +51,11 @@ def ctx(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Ctx:
     # sample_mp4 lives in another temp dir: outside the root.
     (root / "escape.mp4").symlink_to(sample_mp4)
     video_b64 = base64.b64encode(Path(sample_mp4).read_bytes()).decode()
-    return Ctx(root, Path(sample_mp4), tmp_path_factory.mktemp("uploads"), video_b64)
+    return ServerCase(root, Path(sample_mp4), tmp_path_factory.mktemp("uploads"), video_b64)
 
 
 @pytest.fixture(scope="module")
-def server(ctx: Ctx, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(ctx: ServerCase, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     args = ["--backend", "fixed_score", "--model", FAKE_MODEL, "--video-root", str(ctx.root)]
     args += ["--max-video-mb", str(MAX_VIDEO_MB)]
     # TMPDIR makes the server write inline uploads where the test can check they are removed.
@@ -86,16 +86,18 @@ def _video(path: str) -> dict[str, str]:
     return {"task_text": "put the bowl on the plate", "video_path": path}
 
 
-def _plus(**fields: Any) -> Callable[[Ctx], dict[str, Any]]:
+def _plus(**fields: Any) -> Callable[[ServerCase], dict[str, Any]]:
     """A valid request for episode.mp4 with ``fields`` changed."""
     return lambda c: {**_video("episode.mp4"), **fields}
 
 
-def _inline(video_b64: str) -> Callable[[Ctx], dict[str, Any]]:
+def _inline(video_b64: str) -> Callable[[ServerCase], dict[str, Any]]:
     return lambda c: {"task_text": "t", "video_b64": video_b64}
 
 
-def _bad(case_id: str, build: Callable[[Ctx], Any], status: int, error_type: str, fragment: str) -> Any:
+def _bad(
+    case_id: str, build: Callable[[ServerCase], Any], status: int, error_type: str, fragment: str
+) -> Any:
     """One row: the request, its documented status and error type, a phrase the message needs."""
     return pytest.param(build, status, error_type, fragment, id=case_id)
 
@@ -202,7 +204,12 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("build", "status", "error_type", "fragment"), BAD_REQUESTS)
 def test_bad_request_gets_documented_status_and_error_shape(
-    server: ServerProcess, ctx: Ctx, build: Callable[[Ctx], Any], status: int, error_type: str, fragment: str
+    server: ServerProcess,
+    ctx: ServerCase,
+    build: Callable[[ServerCase], Any],
+    status: int,
+    error_type: str,
+    fragment: str,
 ) -> None:
     response = _post(server, build(ctx))
     error = _error(response)
@@ -246,7 +253,7 @@ GOOD_REQUESTS = [
 
 @pytest.mark.parametrize(("build", "score"), GOOD_REQUESTS)
 def test_good_request_is_scored(
-    server: ServerProcess, ctx: Ctx, build: Callable[[Ctx], Any], score: float
+    server: ServerProcess, ctx: ServerCase, build: Callable[[ServerCase], Any], score: float
 ) -> None:
     response = _post(server, build(ctx))
     assert response.status_code == 200, response.text
@@ -286,7 +293,7 @@ def test_server_still_serves_after_the_bad_requests(server: ServerProcess) -> No
     assert requests.get(server.url("/health"), timeout=5).status_code == 200
 
 
-def test_inline_uploads_leave_no_temp_files(server: ServerProcess, ctx: Ctx) -> None:
+def test_inline_uploads_leave_no_temp_files(server: ServerProcess, ctx: ServerCase) -> None:
     good = _post(server, {"task_text": "t", "video_b64": ctx.video_b64})
     junk = _post(server, {"task_text": "t", "video_b64": base64.b64encode(b"junk").decode()})
     failed = _post(server, {"task_text": "t", "video_b64": ctx.video_b64, "backend_kwargs": {"error": "x"}})
@@ -325,7 +332,9 @@ def test_http_errors_use_the_error_shape(
     assert _error(response)["type"] == error_type
 
 
-def test_each_request_is_logged_with_backend_status_and_latency(server: ServerProcess, ctx: Ctx) -> None:
+def test_each_request_is_logged_with_backend_status_and_latency(
+    server: ServerProcess, ctx: ServerCase
+) -> None:
     _post(server, {**_video("episode.mp4"), "task_text": "log me"})
     _post(server, _video("missing.mp4"))
     _post(server, _inline("A" * 2_000_000)(ctx))
@@ -343,7 +352,7 @@ def test_each_request_is_logged_with_backend_status_and_latency(server: ServerPr
 
 @pytest.fixture(scope="module")
 def counting_server(
-    ctx: Ctx, tmp_path_factory: pytest.TempPathFactory
+    ctx: ServerCase, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ServerProcess, Path]]:
     logs = tmp_path_factory.mktemp("counting")
     calls = logs / "calls.jsonl"
@@ -415,7 +424,7 @@ def test_a_failing_job_in_a_batch_fails_only_that_request(counting_server) -> No
 # ---------------------------------------------------------------------------- startup / health
 
 
-def test_health_is_503_while_loading_then_200(ctx: Ctx, tmp_path: Path) -> None:
+def test_health_is_503_while_loading_then_200(ctx: ServerCase, tmp_path: Path) -> None:
     args = ["--backend", "slow", "--model", "fake", "--video-root", str(ctx.root)]
     proc = ServerProcess([*args, "--backend-kwargs", '{"load_seconds": 3}'], tmp_path / "slow.log")
     try:
@@ -433,7 +442,7 @@ def test_health_is_503_while_loading_then_200(ctx: Ctx, tmp_path: Path) -> None:
     assert "shutdown complete" in proc.log()
 
 
-def test_load_failure_keeps_health_503_with_the_reason(ctx: Ctx, tmp_path: Path) -> None:
+def test_load_failure_keeps_health_503_with_the_reason(ctx: ServerCase, tmp_path: Path) -> None:
     kwargs = json.dumps({"load_error": "no weights found in /secret/checkpoints/qwen"})
     args = [
         "--backend",

@@ -27,14 +27,14 @@ KEY_TWO = "key-two-e85b44c310"
 
 
 @dataclass(frozen=True)
-class Keyed:
+class KeyedServer:
     server: ServerProcess
     cert: str
     written: Path  # every file the run wrote lives under here
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Iterator[Keyed]:
+def keyed(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Iterator[KeyedServer]:
     written = tmp_path_factory.mktemp("keyed")
     root = written / "videos"
     root.mkdir()
@@ -44,7 +44,7 @@ def keyed(tmp_path_factory: pytest.TempPathFactory, sample_mp4: str) -> Iterator
     args += ["--ssl-certfile", str(cert), "--ssl-keyfile", str(key), "--log-level", "debug"]
     env = {API_KEY_ENV: f"{KEY_ONE}, {KEY_TWO}", "TMPDIR": str(written)}
     server = ServerProcess(args, written / "server.log", env=env).wait_ready()
-    yield Keyed(server, str(cert), written)
+    yield KeyedServer(server, str(cert), written)
     server.stop()
 
 
@@ -78,7 +78,7 @@ AUTH_TABLE = [
     ("method", "path", "authorization", "status"), [r[1:] for r in AUTH_TABLE], ids=[r[0] for r in AUTH_TABLE]
 )
 def test_every_route_but_health_needs_a_key(
-    keyed: Keyed, method: str, path: str, authorization: str | None, status: int
+    keyed: KeyedServer, method: str, path: str, authorization: str | None, status: int
 ) -> None:
     body = SCORE if method == "POST" else None
     response = requests.request(
@@ -92,13 +92,13 @@ def test_every_route_but_health_needs_a_key(
 
 
 @pytest.mark.slow
-def test_plain_http_is_not_served_on_the_tls_port(keyed: Keyed) -> None:
+def test_plain_http_is_not_served_on_the_tls_port(keyed: KeyedServer) -> None:
     with pytest.raises(requests.ConnectionError):
         requests.get(keyed.server.url("/health").replace("https://", "http://"), timeout=5)
 
 
 @pytest.mark.slow
-def test_no_key_in_any_file_the_run_wrote_or_on_the_command_line(keyed: Keyed) -> None:
+def test_no_key_in_any_file_the_run_wrote_or_on_the_command_line(keyed: KeyedServer) -> None:
     requests.post(
         keyed.server.url("/score"), json=SCORE, headers=_auth(f"Bearer {KEY_ONE}"), verify=keyed.cert
     )

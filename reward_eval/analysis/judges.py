@@ -1,0 +1,54 @@
+"""Which judges scored a set of episodes: pure functions over episode records.
+
+Every judged record names its judge (:class:`vlm_reward.client.episode_record.JudgeIdentity`:
+backend, model, score mode, prompt preset and fingerprint). Metrics over episodes judged by two
+different judges mix two instruments, so every report lists the judges with their episode
+counts and says so when there is more than one. Fallback episodes were judged by nobody and are
+not counted; records older than the judge keys count as "not recorded".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from vlm_reward.client.episode_record import EpisodeRecord
+
+NOT_RECORDED = "not recorded (a log older than the judge's identity)"
+
+
+def judges_of(records: Sequence[EpisodeRecord]) -> list[dict[str, Any]]:
+    """``[{"judge": text, "episodes": n}, ...]`` over the judged (non-fallback) records, most
+    episodes first; records without the judge keys are one entry, :data:`NOT_RECORDED`."""
+    return count_judges([None if r.judge is None else str(r.judge) for r in records if not r.fallback])
+
+
+def count_judges(judges: Iterable[str | None]) -> list[dict[str, Any]]:
+    """The judges named by each judged call (``None``: not recorded) with their counts, most first."""
+    counts = Counter(NOT_RECORDED if judge is None else judge for judge in judges)
+    return [{"judge": judge, "episodes": n} for judge, n in counts.most_common()]
+
+
+def mixed(judges: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether more than one known judge scored the episodes."""
+    return len([j for j in judges if j["judge"] != NOT_RECORDED]) > 1
+
+
+def judge_text(judges: Sequence[Mapping[str, Any]]) -> str:
+    """One line: the judge, or each judge with its episode count."""
+    if not judges:
+        return "none (every episode got the fallback score)"
+    if len(judges) == 1:
+        return str(judges[0]["judge"])
+    return "; ".join(f"{j['judge']} ({j['episodes']} episodes)" for j in judges)
+
+
+def mixed_warning(judges: Sequence[Mapping[str, Any]]) -> str | None:
+    """The warning a report over several judges carries, or ``None`` for one judge."""
+    if not mixed(judges):
+        return None
+    return (
+        f"These episodes were scored by {len(judges)} different judges: {judge_text(judges)}. "
+        "The metrics below mix them; re-score the run with one judge (rescore) to compare like with like."
+    )
