@@ -188,6 +188,24 @@ def start_state(
     return state, optimizer, saved.get("readouts")
 
 
+def base_readouts(
+    args: argparse.Namespace, judge: Judge, examples: Sequence[Example], items: Any, held: Any, folder: Path
+) -> tuple[TrainState | None, Any, dict[str, list[float]]]:
+    """Where training starts (a resumed state and optimizer, or ``None``s) and the base judge's
+    readout of the training and held-out examples (read now, or kept from the run resumed)."""
+    from reward_eval.finetune.trainer import read_scores
+
+    state, optimizer, readouts = start_state(args, judge, examples, folder)
+    if readouts is None:
+        readouts = {
+            "train_before": read_scores(judge.model, items, judge.tokens),
+            "held_out_before": read_scores(judge.model, held, judge.tokens),
+        }
+        saved = {"fingerprint": fingerprint(args, judge, examples), "readouts": readouts}
+        (folder / FINGERPRINT_FILE).write_text(json.dumps(saved))
+    return state, optimizer, readouts
+
+
 def fine_tune(args: argparse.Namespace, judge: Judge, examples: Sequence[Example], out: Path) -> Outcome:
     """Train the judge on the training examples (see the module docstring); the outcome's training
     block has the schedule, the loss curve, the floor and both readouts of every example."""
@@ -197,17 +215,9 @@ def fine_tune(args: argparse.Namespace, judge: Judge, examples: Sequence[Example
     weights = class_weights(x.label for x in train_set) if args.class_weights else {True: 1.0, False: 1.0}
     items = items_of(judge, train_set, weights)
     held_items = items_of(judge, [x for x in examples if x.held_out], weights)
-    folder = out / REPORT_DIR
     args.lr = defaults.resolve_lr(args.lr, judge.method)
-    state, optimizer, readouts = start_state(args, judge, examples, folder)
-    if readouts is None:
-        readouts = {
-            "train_before": read_scores(judge.model, items, judge.tokens),
-            "held_out_before": read_scores(judge.model, held_items, judge.tokens),
-        }
-        (folder / FINGERPRINT_FILE).write_text(
-            json.dumps({"fingerprint": fingerprint(args, judge, examples), "readouts": readouts})
-        )
+    folder = out / REPORT_DIR
+    state, optimizer, readouts = base_readouts(args, judge, examples, items, held_items, folder)
     epochs = defaults.resolve_epochs(args.epochs, len(items), args.grad_accum)
     schedule = Schedule(epochs, args.grad_accum, args.lr, args.max_grad_norm, args.seed)
     state = train(judge.model, items, judge.tokens, schedule, folder / "checkpoints", state, optimizer)
@@ -223,13 +233,27 @@ def fine_tune(args: argparse.Namespace, judge: Judge, examples: Sequence[Example
         "prior_floor": floor,
         "class_weights": {"success": weights[True], "failure": weights[False]},
         "input_seconds": round(judge.cache.seconds, 3),
-        "train_scores": [
-            {"video": Path(x.video).name, "source": x.source, "label": x.label, "before": b, "after": a}
-            for x, b, a in zip(train_set, readouts["train_before"], after, strict=True)
-        ],
+        **score_blocks(train_set, readouts["train_before"], after),
     }
     held = dict(zip([x.video for x in examples if x.held_out], readouts["held_out_before"], strict=True))
     return Outcome(training, at_class_prior(loss, floor, after), held)
+
+
+def score_blocks(
+    train_set: Sequence[Example], before: Sequence[float], after: Sequence[float]
+) -> dict[str, Any]:
+    """The training block's ``separation`` (before and after, :func:`.metrics.separation`) and
+    ``train_scores`` (every training example's readout before and after)."""
+    from reward_eval.finetune.metrics import separation
+
+    labels = [x.label for x in train_set]
+    return {
+        "separation": {"before": separation(before, labels), "after": separation(after, labels)},
+        "train_scores": [
+            {"video": Path(x.video).name, "source": x.source, "label": x.label, "before": b, "after": a}
+            for x, b, a in zip(train_set, before, after, strict=True)
+        ],
+    }
 
 
 def save_judge(judge: Judge, out: Path) -> None:
