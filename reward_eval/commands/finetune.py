@@ -177,6 +177,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--model must be a local checkpoint directory, got the hub id {args.model!r}.")
     args.out = args.out.resolve()
     args.runs = [run.resolve() for run in args.runs]
+    if args.out == Path(args.model).resolve() or args.out in args.runs:
+        parser.error(f"--out {args.out} is the base checkpoint or a run dir; write the judge elsewhere.")
     if args.out.exists() and any(args.out.iterdir()) and not (args.overwrite or args.resume):
         parser.error(f"--out {args.out} exists; pass --overwrite to replace it or --resume to continue it.")
     if args.overwrite and args.resume:

@@ -29,7 +29,7 @@ from typing import Any
 
 from reward_eval.analysis.audit import ORIGINAL
 from reward_eval.analysis.episode_log import episode_logs, load_episodes
-from reward_eval.finetune.split import GroupInfo, choose_held_out, group_key
+from reward_eval.finetune.split import GroupInfo, choose_held_out, counts_by, group_key
 from reward_eval.judging.counterfactuals import (
     AuditEpisode,
     decode_frames,
@@ -210,8 +210,6 @@ def check_examples(examples: Sequence[Example]) -> None:
 
 def data_summary(examples: Sequence[Example], unreadable: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``finetune.json``'s data block: counts per split, class and source, the unreadable episodes."""
-    from reward_eval.finetune.split import counts_by
-
     rows = [{**x.to_json(), "split": "held_out" if x.held_out else "train"} for x in examples]
     return {
         "examples": len(rows),

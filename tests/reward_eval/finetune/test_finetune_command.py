@@ -72,6 +72,13 @@ CASES = [
         r"qwen3_vl",
     ),
     (
+        "out-is-base",
+        "mixed",
+        ["--out", "BASE"],
+        2,
+        r"is the base checkpoint or a run dir; write the judge elsewhere",
+    ),
+    (
         "out-exists",
         "mixed",
         ["--out", "EXISTING"],
@@ -103,6 +110,7 @@ def test_bad_input_is_one_sentence_and_its_exit_status(
     placeholders = {
         "UNSUPPORTED": lambda: _unsupported(tmp_path),
         "EXISTING": lambda: str(tmp_path / "existing"),
+        "BASE": lambda: tiny_qwen_checkpoint,
     }
     extra = [placeholders[a]() if a in placeholders else a for a in extra]
     options = {
