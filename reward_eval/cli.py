@@ -1,4 +1,4 @@
-"""``python -m reward_eval COMMAND [options]``: run, rescore, report, audit, compare.
+"""``python -m reward_eval COMMAND [options]``: run, rescore, report, audit, compare, finetune.
 
 Each command is its own module of :mod:`.commands` with its own ``--help``; this only
 dispatches, importing the command's module lazily so ``--help`` does not pay for LIBERO or
@@ -26,6 +26,10 @@ COMMANDS = {
     "report": ("report", "re-render a run's report at another threshold or reward mode (no judge call)"),
     "audit": ("audit", "judge counterfactual episodes built from a run's kept videos (false positives)"),
     "compare": ("compare", "compare a native-reward and a VLM-reward training run (TensorBoard, JSONL)"),
+    "finetune": (
+        "finetune",
+        "fine-tune a Qwen-VL judge on runs' kept videos and counterfactuals, then compare",
+    ),
 }
 
 

@@ -6,6 +6,7 @@
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh report RUN_DIR --threshold T  no judge call
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh audit RUN_DIR [options]      counterfactuals
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh compare NATIVE_LOG_DIR VLM_LOG_DIR [options]
+#   bash examples/embodiment/scripts/evaluate_reward_model.sh finetune RUN_DIR... --model BASE --out DIR  train a judge
 #
 # Works from any directory: puts the repo root first on PYTHONPATH and uses .venv/bin/python
 # when it exists (override with PYTHON). Every argument goes to the command; each has --help.

@@ -1,0 +1,290 @@
+"""Fine-tune a Qwen-VL judge on simulator-labelled episodes, then measure it against its base.
+
+``python -m reward_eval finetune RUN_DIR [RUN_DIR...] --model BASE --out DIR`` (see ``--help``):
+the runs' kept videos labelled by native success, plus counterfactual negatives of every success
+(the audit's perturbations, ``--counterfactuals``), split by initial state (and ``--holdout-tasks``);
+the judge trained on its own probability-mode readout exactly as the server shows it each video
+(:mod:`..finetune`); the merged checkpoint written to DIR, which every backend serves with
+``--model DIR``; then the base and the fine-tuned judge on real reward servers over the held-out
+examples, side by side in the terminal, ``DIR/finetune.json`` and ``DIR/finetune/report.html``.
+
+Exit status: 0 done; 1 a judge server could not be started; 2 bad options (an unknown
+perturbation, an unsupported or missing base checkpoint, an existing DIR without ``--overwrite``
+or ``--resume``, a ``--resume`` that does not match its checkpoints); 3 the runs cannot make a data
+set (a run without kept videos, one class only, an empty held-out split); 4 training ended at the
+class prior (the judge answers alike for every video; nothing is written to DIR but
+``finetune.json`` and the report, which say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reward_eval.analysis.perturbations import perturbation_names
+from reward_eval.finetune import settings as defaults
+from reward_eval.finetune.dataset import DataError
+from reward_eval.finetune.pipeline import ResumeError
+from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
+from reward_eval.job.options import DEFAULT_LOCAL_BACKEND, positive_float
+from reward_eval.job.paths import ENV_CONFIG
+from reward_eval.judging.endpoint import JUDGE_ERRORS
+from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
+
+EXIT_BAD_DATA = 3
+EXIT_CLASS_PRIOR = 4
+NONE = "none"
+
+
+def counterfactual_names(text: str) -> tuple[str, ...]:
+    """argparse type of ``--counterfactuals``: registered perturbation names, comma-separated, or ``none``."""
+    if text.strip() == NONE:
+        return ()
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [n for n in names if n not in perturbation_names()]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown perturbation {', '.join(map(repr, unknown)) or repr(text)}; valid: "
+            f"{', '.join(perturbation_names())}, or {NONE}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+def task_list(text: str) -> tuple[str, ...]:
+    """argparse type of ``--holdout-tasks``: comma-separated task ids."""
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids:
+        raise argparse.ArgumentTypeError(f"expected comma-separated task ids like 1,7, got {text!r}")
+    return ids
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``finetune`` command line."""
+    p = argparse.ArgumentParser(
+        prog="python -m reward_eval finetune",
+        description="Fine-tune a Qwen2.5-VL / Qwen3-VL judge on runs' kept episode videos (labels: native "
+        "success) and counterfactual negatives, and compare it with its base on held-out episodes. Exit "
+        "status: 0 done, 1 judge server unavailable, 2 bad options, 3 unusable data, 4 ended at the class "
+        "prior.",
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run dirs with kept videos")
+    p.add_argument("--model", required=True, help="base checkpoint directory (Qwen2.5-VL or Qwen3-VL)")
+    p.add_argument("--out", type=Path, required=True, help="the fine-tuned checkpoint directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    p.add_argument("--resume", action="store_true", help="continue --out's training from its last epoch")
+    data = p.add_argument_group("data")
+    data.add_argument(
+        "--counterfactuals",
+        type=counterfactual_names,
+        default=perturbation_names(),
+        help=f"negatives made of each success (default: all: {','.join(perturbation_names())}; {NONE}: off)",
+    )
+    data.add_argument(
+        "--holdout-fraction",
+        type=unit_interval,
+        default=defaults.DEFAULT_HOLDOUT_FRACTION,
+        help="share of initial states held out (default %(default)s)",
+    )
+    data.add_argument(
+        "--holdout-tasks", type=task_list, default=(), help="task ids held out entirely, e.g. 1,7"
+    )
+    data.add_argument("--seed", type=int, default=0, help="seed of the split, the order and the shuffles")
+    data.add_argument(
+        "--env-config",
+        type=Path,
+        default=ENV_CONFIG,
+        help="YAML whose reward_model block the judge is served with",
+    )
+    add_training_options(p)
+    add_evaluation_options(p)
+    return p
+
+
+def add_training_options(p: argparse.ArgumentParser) -> None:
+    """The training group: method, LoRA, schedule, device."""
+    t = p.add_argument_group("training")
+    t.add_argument(
+        "--method",
+        choices=defaults.METHOD_CHOICES,
+        default="auto",
+        help="auto: full below 1B parameters, else lora",
+    )
+    t.add_argument("--lora-rank", type=positive_int, default=defaults.DEFAULT_LORA_RANK)
+    t.add_argument("--lora-alpha", type=float_at_least(0, strict=True), default=defaults.DEFAULT_LORA_ALPHA)
+    t.add_argument("--lora-targets", help="peft target_modules regex (default: the model family's)")
+    t.add_argument("--lr", type=float_at_least(0, strict=True), help="default: 1e-3 full, 1e-4 lora")
+    t.add_argument(
+        "--epochs", type=positive_int, help=f"default: enough for {defaults.DEFAULT_STEPS} optimizer steps"
+    )
+    t.add_argument(
+        "--grad-accum",
+        type=positive_int,
+        default=defaults.DEFAULT_GRAD_ACCUM,
+        help="examples per optimizer step",
+    )
+    t.add_argument("--max-grad-norm", type=float_at_least(0, strict=True), default=1.0)
+    t.add_argument(
+        "--class-weights", action=argparse.BooleanOptionalAction, default=True, help="balance the classes"
+    )
+    t.add_argument(
+        "--cache-inputs", action=argparse.BooleanOptionalAction, default=True, help="keep processed videos"
+    )
+    t.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    t.add_argument("--dtype", default="auto", help="auto (float32 on cpu), float32, bfloat16, float16")
+
+
+def add_evaluation_options(p: argparse.ArgumentParser) -> None:
+    """The evaluation group: which backend serves both judges, and how they are asked."""
+    e = p.add_argument_group("before/after evaluation (local reward servers)")
+    e.add_argument(
+        "--evaluate", action=argparse.BooleanOptionalAction, default=True, help="judge the held-out split"
+    )
+    e.add_argument(
+        "--backend", default=DEFAULT_LOCAL_BACKEND, help="backend of both servers (default %(default)s)"
+    )
+    e.add_argument(
+        "--server-kwargs", type=json_object, default={}, help="the servers' --backend-kwargs (JSON)"
+    )
+    e.add_argument(
+        "--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs, e.g. a prompt"
+    )
+    e.add_argument("--threshold", type=unit_interval, help="success threshold (default: the env YAML's)")
+    e.add_argument(
+        "--concurrency", type=positive_int, default=4, help="calls in parallel (default %(default)s)"
+    )
+    e.add_argument("--request-timeout", type=positive_float, default=300.0)
+    e.add_argument("--server-start-timeout", type=positive_float, default=300.0)
+    p.set_defaults(endpoint=None, plugin=[], send_video_inline=False, binary_reward=None, score_mode=None)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and check the options that need no data (exit 2 with one sentence)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from vlm_reward.backends.hf_generation import check_load_settings
+    from vlm_reward.judging.model_family import checkpoint_family
+
+    try:
+        args.family = checkpoint_family(args.model)
+        check_load_settings({"device": args.device, "dtype": args.dtype})
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.family is None:
+        parser.error(f"--model must be a local checkpoint directory, got the hub id {args.model!r}.")
+    args.out = args.out.resolve()
+    args.runs = [run.resolve() for run in args.runs]
+    if args.out == Path(args.model).resolve() or args.out in args.runs:
+        parser.error(f"--out {args.out} is the base checkpoint or a run dir; write the judge elsewhere.")
+    if args.out.exists() and any(args.out.iterdir()) and not (args.overwrite or args.resume):
+        parser.error(f"--out {args.out} exists; pass --overwrite to replace it or --resume to continue it.")
+    if args.overwrite and args.resume:
+        parser.error("--overwrite starts over and --resume continues; pass one.")
+    return args
+
+
+def finetune(args: argparse.Namespace) -> int:
+    """Execute the command for parsed ``args``; returns the exit status (see the module docstring)."""
+    from reward_eval.finetune import pipeline
+    from reward_eval.finetune.served_judge import reward_block, training_request
+
+    if args.overwrite and args.out.exists():
+        shutil.rmtree(args.out)
+    (args.out / REPORT_DIR).mkdir(parents=True, exist_ok=True)
+    block = reward_block(args)
+    examples, data = pipeline.build_dataset(args, args.out)
+    judge = pipeline.load_judge(args, args.family, training_request(block, args.server_kwargs))
+    outcome = pipeline.fine_tune(args, judge, examples, args.out)
+    summary = base_summary(args, judge, data, outcome.training)
+    if outcome.prior_message:
+        return report_prior(args, summary, outcome.prior_message)
+    pipeline.save_judge(judge, args.out)
+    if args.evaluate:
+        summary["evaluation"] = pipeline.evaluate(args, examples, args.out, block, outcome.before)
+    return finish(args, summary)
+
+
+def base_summary(
+    args: argparse.Namespace, judge: Any, data: dict[str, Any], training: dict[str, Any]
+) -> dict[str, Any]:
+    """The summary before the evaluation: outcome, inputs, data, hyper-parameters, training."""
+    return {
+        "outcome": "done",
+        "message": "",
+        "out": str(args.out),
+        "base_model": str(args.model),
+        "family": judge.family.model_type,
+        "runs": [str(r) for r in args.runs],
+        "data": data,
+        "hyper_parameters": {
+            "method": judge.method,
+            "parameters": judge.parameters,
+            "trainable_parameters": sum(p.numel() for p in judge.model.parameters() if p.requires_grad),
+            "lr": args.lr,
+            "epochs": training["epochs"],
+            "grad_accum": args.grad_accum,
+            "max_grad_norm": args.max_grad_norm,
+            "seed": args.seed,
+            "class_weights": args.class_weights,
+            "lora": {"rank": args.lora_rank, "alpha": args.lora_alpha, "targets": args.lora_targets}
+            if judge.method == "lora"
+            else None,
+            "counterfactuals": list(args.counterfactuals),
+            "holdout_fraction": args.holdout_fraction,
+            "holdout_tasks": list(args.holdout_tasks),
+            "prompt_scale": judge.tokens.scale.name,
+            "nframes": judge.request.nframes,
+            "max_pixels": judge.request.max_pixels,
+            "device": args.device,
+        },
+        "training": training,
+    }
+
+
+def serve_command(args: argparse.Namespace) -> str:
+    """The line that serves the fine-tuned judge (the default vLLM backend on a GPU machine)."""
+    return f"bash examples/embodiment/scripts/start_reward_server.sh qwen_vl_vllm {args.out}"
+
+
+def report_prior(args: argparse.Namespace, summary: dict[str, Any], message: str) -> int:
+    """Write the summary and the report of a run that ended at the class prior; status 4."""
+    summary.update(outcome="class_prior", message=message)
+    write_summary(args.out, summary)
+    page = write_report(args.out, summary)
+    print(f"[reward-eval] fine-tune failed: {message}; no judge written (report: {page}).", file=sys.stderr)
+    return EXIT_CLASS_PRIOR
+
+
+def finish(args: argparse.Namespace, summary: dict[str, Any]) -> int:
+    """Write ``finetune.json`` and the report; print the table and the command that serves the judge."""
+    summary["serve_command"] = serve_command(args)
+    write_summary(args.out, summary)
+    page = write_report(args.out, summary)
+    if summary.get("evaluation"):
+        print(terminal_table(summary["evaluation"]))
+    print(f"[reward-eval] fine-tuned judge: {args.out} (report: {page})")
+    print(f"[reward-eval] serve it: {summary['serve_command']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status."""
+    args = parse_args(argv)
+    try:
+        return finetune(args)
+    except ResumeError as exc:
+        print(f"[reward-eval] error: {exc}", file=sys.stderr)
+        return 2
+    except DataError as exc:
+        print(f"[reward-eval] cannot fine-tune: {exc}", file=sys.stderr)
+        return EXIT_BAD_DATA
+    except JUDGE_ERRORS as exc:
+        print(f"[reward-eval] error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""The judge's training data: kept episode videos labelled by the simulator, plus counterfactuals.
+
+Every kept video of the runs' episode logs is one example, labelled by its native success
+(a success should be judged "yes", a failure "no"). Each native success also gives one
+negative per chosen perturbation of the audit's registry (:mod:`..analysis.perturbations`,
+built by the audit's own :func:`..judging.counterfactuals.episode_counterfactuals` with the
+audit's seeding): the episode reversed, frozen, clipped, shuffled or judged against another
+task's instruction, each labelled a failure.
+
+**One encode/decode path for every example.** The kept video is decoded once; the episode
+itself and its counterfactuals are then encoded the same way (:func:`vlm_reward.video_io.encode_mp4`,
+at the kept video's frame rate) into the data set's folder, so positives and negatives carry the
+same codec artefacts and the judge cannot learn the codec instead of the content. These MP4s are
+what the training reads (through the server's own decoding, :mod:`.inputs`) and what the
+before/after evaluation sends to real servers, so both see the same bytes.
+
+The split (:mod:`.split`) is decided on episodes before anything is encoded, so an episode and
+its counterfactuals always land on the same side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
+from reward_eval.finetune.split import GroupInfo, choose_held_out, counts_by, group_key
+from reward_eval.judging.counterfactuals import (
+    decode_frames,
+    episode_counterfactuals,
+    source_of,
+)
+from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.video_io import encode_mp4
+
+
+class DataError(ValueError):
+    """The runs cannot make a data set a judge is trained and measured on (no kept video, one class
+    only, an empty held-out split): the user's to fix; the command ends with status 3."""
+
+
+@dataclass(frozen=True)
+class RunEpisode:
+    """A kept episode of one of the runs (which run: its position on the command line)."""
+
+    run: int
+    run_dir: str
+    kept: KeptEpisode
+
+    @property
+    def record(self) -> EpisodeRecord:
+        return self.kept.record
+
+    @property
+    def video(self) -> str:
+        return self.kept.video
+
+    @property
+    def key(self) -> str:
+        """Unique over the runs: ``run<r>/<log>:<record>``."""
+        return f"run{self.run}/{self.kept.log}:{self.kept.index}"
+
+    @property
+    def group(self) -> str:
+        """The split unit (:func:`.split.group_key`)."""
+        return group_key(self.record.reset_state_id, self.key)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One video to judge and the answer it should get.
+
+    ``source``: ``original`` (a native success), ``failure`` (a native failure) or the
+    perturbation that made it; ``label``: whether it should be judged a success; ``frames``:
+    the frames its MP4 holds; ``episode``/``group``: where it came from (the split's unit).
+    """
+
+    video: str
+    task_text: str
+    label: bool
+    source: str
+    episode: str
+    group: str
+    task_id: Any
+    frames: int
+    held_out: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The example as ``finetune.json`` lists it."""
+        return asdict(self)
+
+
+def run_episodes(run_dirs: Sequence[Path]) -> list[RunEpisode]:
+    """Every record of the runs whose video still exists; :class:`DataError` naming the first run
+    without an episode log or without a kept video."""
+    episodes = []
+    for r, run_dir in enumerate(run_dirs):
+        logs = episode_logs(run_dir) if run_dir.is_dir() else []
+        if not logs:
+            raise DataError(f"{run_dir} is not a run dir: it holds no vlm_episodes_*.jsonl episode log.")
+        found = [RunEpisode(r, str(run_dir), kept) for kept in kept_episodes(logs)]
+        if not found:
+            raise DataError(
+                f"{run_dir} has no kept video; fine-tuning needs runs made with --keep-videos (training: "
+                "reward_model.keep_temp_video=True) whose videos still exist."
+            )
+        episodes += found
+    return episodes
+
+
+def split_episodes(
+    episodes: Sequence[RunEpisode], fraction: float, holdout_tasks: Sequence[Any], seed: int
+) -> set[str]:
+    """The held-out groups of ``episodes`` (:func:`.split.choose_held_out`)."""
+    groups: dict[str, GroupInfo] = {}
+    for e in episodes:
+        old = groups.get(e.group)
+        success = e.record.native_success or (old is not None and old.has_success)
+        groups[e.group] = GroupInfo(e.group, e.record.task_id, success)
+    return choose_held_out(list(groups.values()), fraction, holdout_tasks, seed)
+
+
+def episode_examples(
+    episode: RunEpisode,
+    folder: Path,
+    counterfactuals: Sequence[str],
+    hard_negative: str | None,
+    *,
+    seed: int,
+    held_out: bool,
+) -> list[Example]:
+    """The episode re-encoded and, for a native success, its chosen counterfactuals, written to
+    ``folder`` as MP4s; ``ValueError`` if the kept video does not decode."""
+    frames, fps = decode_frames(episode.video)
+    source = source_of(episode.kept, frames, hard_negative, seed)
+    own, *made = episode_counterfactuals(source, episode.record.native_success)
+    chosen = [own, *((name, cf) for name, cf in made if name in counterfactuals)]
+    tag = episode.key.replace("/", "_").replace(":", "_")
+    examples = []
+    for name, cf in chosen:
+        path = folder / f"{tag}_{name}.mp4"
+        encode_mp4(cf.frames, path, fps=fps or 4.0)
+        examples.append(
+            Example(
+                video=str(path),
+                task_text=cf.task_text,
+                label=name == ORIGINAL,
+                source=name,
+                episode=episode.key,
+                group=episode.group,
+                task_id=episode.record.task_id,
+                frames=len(cf.frames),
+                held_out=held_out,
+            )
+        )
+    return examples
+
+
+def build_examples(
+    episodes: Sequence[RunEpisode],
+    held_out: set[str],
+    folder: Path,
+    counterfactuals: Sequence[str],
+    hard_negatives: Callable[[RunEpisode], str | None],
+    *,
+    seed: int,
+    workers: int = 2,
+) -> tuple[list[Example], list[dict[str, Any]]]:
+    """``(examples, unreadable)``: every episode's examples in episode order, and the episodes
+    whose kept video did not decode (``episode``, ``video``, ``error``), which are left out."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def build(e: RunEpisode) -> list[Example] | dict[str, Any]:
+        try:
+            return episode_examples(
+                e, folder, counterfactuals, hard_negatives(e), seed=seed, held_out=e.group in held_out
+            )
+        except ValueError as exc:
+            return {"episode": e.key, "video": e.video, "error": str(exc)}
+
+    with ThreadPoolExecutor(workers) as pool:
+        built = list(pool.map(build, episodes))
+    examples = [x for b in built if isinstance(b, list) for x in b]
+    return examples, [b for b in built if isinstance(b, dict)]
+
+
+def check_examples(examples: Sequence[Example]) -> None:
+    """:class:`DataError` when the training side lacks a class or the held-out side is empty."""
+    train = [x for x in examples if not x.held_out]
+    labels = {x.label for x in train}
+    if labels != {True, False}:
+        kind = "success" if True in labels else "failure" if labels else "example"
+        raise DataError(
+            f"the training split holds only {kind} examples ({len(train)}); the judge needs native "
+            "successes and failures (or counterfactuals, which need successes) to learn from."
+        )
+    if not any(x.held_out for x in examples):
+        raise DataError(
+            "the held-out split would be empty; give more initial states (reset_state_id), "
+            "a larger --holdout-fraction or --holdout-tasks."
+        )
+
+
+def data_summary(examples: Sequence[Example], unreadable: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``finetune.json``'s data block: counts per split, class and source, the unreadable episodes."""
+    rows = [{**x.to_json(), "split": "held_out" if x.held_out else "train"} for x in examples]
+    return {
+        "examples": len(rows),
+        "episodes": len({x.episode for x in examples}),
+        "groups": {
+            "train": sorted({x.group for x in examples if not x.held_out}),
+            "held_out": sorted({x.group for x in examples if x.held_out}),
+        },
+        "by_class": counts_by(rows, "split", "label"),
+        "by_source": counts_by(rows, "split", "source"),
+        "unreadable": list(unreadable),
+    }

@@ -1,0 +1,105 @@
+"""Which weights a fine-tune changes: LoRA adapters through ``peft`` on the family's default
+modules, or every weight (full fine-tuning, for small models); and the merged checkpoint.
+
+**Default LoRA targets come from the model family**, looked up in :data:`LORA_TARGETS` by the
+checkpoint's :class:`~vlm_reward.judging.model_family.ModelFamily` (``model_type``), never by
+branching on a model name: the language model's attention and MLP projections of every
+decoder layer, the modules LoRA recipes for Qwen-VL judges adapt while the vision tower stays
+frozen. Both families name them alike under ``model.language_model.layers``; the pattern
+names the language model explicitly because Qwen2.5-VL's vision blocks also have
+``gate_proj``/``up_proj``/``down_proj``. A new family is one entry in the table.
+``--lora-targets`` overrides it with any ``peft`` ``target_modules`` regular expression.
+
+**The merged checkpoint** is what every backend serves with ``--model``: the adapters folded
+into the base weights (``merge_and_unload``), saved with ``save_pretrained`` in the base's
+dtype with the processor, and the top-level ``architectures`` written into ``config.json``
+(transformers 4.57 writes it only into the text config; vLLM reads the top level).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+
+INSTALL_HINT = "pip install peft (pinned in requirements/base.txt + requirements/constraints.txt)"
+METHODS = ("lora", "full")
+
+_LANGUAGE_PROJECTIONS = r".*language_model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
+# model_type -> default peft target_modules (a regular expression peft matches on module names).
+LORA_TARGETS: Mapping[str, str] = {
+    QWEN2_5_VL.model_type: _LANGUAGE_PROJECTIONS,
+    QWEN3_VL.model_type: _LANGUAGE_PROJECTIONS,
+}
+
+
+def default_targets(family: ModelFamily) -> str:
+    """The family's default LoRA target modules; ``ValueError`` naming the families that have one."""
+    if family.model_type not in LORA_TARGETS:
+        raise ValueError(
+            f"no default LoRA target modules for model family {family.name!r}; give --lora-targets "
+            f"or use one of {', '.join(LORA_TARGETS)}."
+        )
+    return LORA_TARGETS[family.model_type]
+
+
+def import_peft() -> Any:
+    """The ``peft`` module; ``ImportError`` with the install command when it is missing."""
+    try:
+        import peft
+    except ImportError as exc:
+        raise ImportError(f"LoRA fine-tuning needs peft: {INSTALL_HINT}") from exc
+    return peft
+
+
+def make_trainable(model: Any, method: str, rank: int, alpha: float, targets: str) -> Any:
+    """``model`` ready to train: wrapped with LoRA adapters on ``targets`` (only they train), or
+    unchanged with every weight trainable (``method="full"``)."""
+    if method == "full":
+        for parameter in model.parameters():
+            parameter.requires_grad_(True)
+        return model
+    peft = import_peft()
+    config = peft.LoraConfig(r=rank, lora_alpha=alpha, target_modules=targets, lora_dropout=0.0, bias="none")
+    wrapped = peft.get_peft_model(model, config)
+    if not any(p.requires_grad for p in wrapped.parameters()):
+        raise ValueError(f"--lora-targets {targets!r} matches no module of the model.")
+    return wrapped
+
+
+def trainable_state(model: Any) -> dict[str, Any]:
+    """The trained weights only (the adapters, or every weight): what an epoch checkpoint keeps."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def load_trainable_state(model: Any, state: Mapping[str, Any]) -> None:
+    """Put a :func:`trainable_state` back; ``ValueError`` if it does not fit this model."""
+    parameters = dict(model.named_parameters())
+    missing = [name for name in state if name not in parameters]
+    if missing or len(state) != sum(p.requires_grad for p in parameters.values()):
+        raise ValueError(
+            "the checkpoint's trained weights do not fit this model and method "
+            f"({len(missing)} unknown names, e.g. {missing[:1]}); resume with the same options."
+        )
+    import torch
+
+    with torch.no_grad():
+        for name, value in state.items():
+            parameters[name].copy_(value)
+
+
+def merged_model(model: Any, method: str) -> Any:
+    """The plain transformers model with the adapters folded in (``method="lora"``), or itself."""
+    return model.merge_and_unload() if method == "lora" else model
+
+
+def save_merged(model: Any, processor: Any, out: Path, family: ModelFamily, dtype: Any) -> None:
+    """Write the servable checkpoint into ``out``: weights (safetensors, in ``dtype``), config,
+    generation config and processor, with the top-level ``architectures`` vLLM needs."""
+    from vlm_reward.tools.tiny_checkpoint import write_architectures
+
+    model.to(dtype).save_pretrained(out, safe_serialization=True)
+    processor.save_pretrained(out)
+    write_architectures(out / "config.json", family.architecture)

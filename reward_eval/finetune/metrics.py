@@ -1,0 +1,78 @@
+"""The before/after numbers of one judge on the held-out examples: pure functions.
+
+A judged example is a mapping with ``label`` (should be judged a success), ``source``
+(``original``, ``failure`` or a perturbation), ``episode``, ``task_id``, ``task_text`` and
+``score`` (``None`` for a failed call, counted as a fallback and left out, as the evaluation
+reports do). The numbers are the project's own: AUROC, Brier score and the best-F1 threshold from
+:func:`..analysis.calibration.calibration`, and the audit's positive rate per row from
+:func:`..analysis.audit.summarize_audit` (for every row but ``original`` a false-positive rate:
+the perturbations and the native failures judged at the threshold).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reward_eval.analysis.audit import summarize_audit
+from reward_eval.analysis.calibration import calibration
+
+# The rows of the side-by-side table, in order, and how to read each from a judge's block.
+TABLE_ROWS: tuple[tuple[str, str], ...] = (
+    ("AUROC", "auroc"),
+    ("Brier", "brier"),
+    ("best F1", "best_f1"),
+    ("best-F1 threshold", "best_f1_threshold"),
+)
+
+
+def audit_cases(judged: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The judged examples as the audit's cases (``perturbation``, ``original_score``: the score
+    of the episode itself, for the drop)."""
+    own = {j["episode"]: j["score"] for j in judged if j["source"] in ("original", "failure")}
+    return [
+        {
+            "perturbation": j["source"],
+            "task_id": j["task_id"],
+            "task_text": j["task_text"],
+            "score": j["score"],
+            "original_score": own.get(j["episode"]),
+        }
+        for j in judged
+    ]
+
+
+def judge_block(
+    judged: Sequence[Mapping[str, Any]], perturbations: Sequence[str], threshold: float
+) -> dict[str, Any]:
+    """One judge's numbers: ``n``, ``fallbacks``, ``auroc``, ``brier``, ``best_f1`` and
+    ``best_f1_threshold`` (``None`` where undefined, with ``undefined`` saying why), and
+    ``audit``: row -> positive rate at ``threshold`` (``None`` for a row without judged examples)."""
+    scored = [j for j in judged if j["score"] is not None]
+    cal = calibration([j["score"] for j in scored], [bool(j["label"]) for j in scored])
+    best = cal["best_f1"]
+    rows = summarize_audit(audit_cases(judged), perturbations, threshold)["rows"]
+    return {
+        "n": len(judged),
+        "fallbacks": len(judged) - len(scored),
+        "auroc": cal["auroc"],
+        "brier": cal["brier"],
+        "best_f1": best["f1"] if best else None,
+        "best_f1_threshold": best["threshold"] if best else None,
+        "undefined": cal["undefined"],
+        "audit": {name: block["positive_rate"] for name, block in rows.items() if block["episodes"]},
+    }
+
+
+def separation(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, float | None]:
+    """How far apart a judge puts the classes: the lowest success score, the highest failure
+    score, their margin (positive: every success above every failure) and the AUROC."""
+    positives = [s for s, label in zip(scores, labels, strict=True) if label]
+    negatives = [s for s, label in zip(scores, labels, strict=True) if not label]
+    low, high = (min(positives) if positives else None), (max(negatives) if negatives else None)
+    return {
+        "min_success": low,
+        "max_failure": high,
+        "margin": None if low is None or high is None else low - high,
+        "auroc": calibration(list(scores), list(labels))["auroc"],
+    }

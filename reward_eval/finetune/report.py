@@ -1,0 +1,120 @@
+"""What a person reads of a fine-tune: ``finetune.json``, ``finetune/report.html``, the terminal.
+
+The page and the terminal table come from the same summary (the dict written to
+``finetune.json``): the data (runs, counts per split, class and source), the split, the
+hyper-parameters, the loss curve (a PNG beside the page) and the base and the fine-tuned judge side
+by side on the held-out examples (AUROC, Brier, best F1 and its threshold, the audit's positive
+rate per row). The page is built from :mod:`..report.document`'s blocks like every report here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reward_eval.finetune.metrics import TABLE_ROWS
+from reward_eval.report.document import Alert, Block, Heading, Image, Items, Para, Table, render_html
+from reward_eval.report.table import num, pct
+
+SUMMARY_FILE = "finetune.json"
+REPORT_DIR = "finetune"
+LOSS_PLOT = "loss.png"
+JUDGES = ("base", "fine_tuned")
+
+
+def write_summary(out: Path, summary: Mapping[str, Any]) -> Path:
+    """``out/finetune.json`` (strict JSON: no NaN)."""
+    path = out / SUMMARY_FILE
+    path.write_text(json.dumps(summary, indent=2, default=str, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+def loss_plot(path: Path, step_losses: Sequence[float], epoch_losses: Sequence[float], floor: float) -> Path:
+    """The loss of every optimizer step and the mean of every epoch, with the class-prior floor."""
+    from matplotlib.figure import Figure
+
+    from reward_eval.report.plots import save_figure
+
+    fig = Figure(figsize=(8, 3.5), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(range(1, len(step_losses) + 1), step_losses, color="#264653", linewidth=1, label="step")
+    if epoch_losses:
+        per = len(step_losses) / len(epoch_losses)
+        ends = [round(per * (i + 1)) for i in range(len(epoch_losses))]
+        ax.plot(ends, epoch_losses, "o-", color="#e76f51", label="epoch mean")
+    ax.axhline(floor, color="black", linestyle="--", linewidth=1, label=f"class-prior floor {floor:.3f}")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("weighted readout loss")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def _cell(key: str, value: Any) -> str:
+    return pct(value) if key == "audit" else num(value)
+
+
+def comparison_rows(evaluation: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """``(metric, base, fine-tuned)`` rows: the judge metrics, then the audit's rate per row
+    (``original``: true positives; every other row: false positives)."""
+    base, tuned = (evaluation[j] for j in JUDGES)
+    rows = [(label, num(base[key]), num(tuned[key])) for label, key in TABLE_ROWS]
+    for name in base["audit"]:
+        kind = "TPR" if name == "original" else "FPR"
+        rows.append((f"{kind} {name}", pct(base["audit"][name]), pct(tuned["audit"].get(name))))
+    return rows
+
+
+def terminal_table(evaluation: Mapping[str, Any]) -> str:
+    """The side-by-side table for the terminal (held-out examples)."""
+    header = ("held-out", "base", "fine-tuned")
+    rows = [header, *comparison_rows(evaluation)]
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{r[0].ljust(widths[0])}  {r[1].rjust(widths[1])}  {r[2].rjust(widths[2])}" for r in rows]
+    n = evaluation["base"]["n"]
+    return "\n".join([f"held-out examples: {n} (threshold {evaluation['threshold']:g})", *lines])
+
+
+def _data_blocks(summary: Mapping[str, Any]) -> list[Block]:
+    data = summary["data"]
+    counts = [(k, str(v)) for k, v in {**data["by_class"], **data["by_source"]}.items()]
+    return [
+        Heading("Data"),
+        Para(
+            f"{data['examples']} examples from {data['episodes']} episodes of {len(summary['runs'])} run(s); "
+            f"held out by initial state: {', '.join(data['groups']['held_out'])}."
+        ),
+        Table(("split/label or source", "examples"), tuple(counts)),
+    ]
+
+
+def report_blocks(summary: Mapping[str, Any]) -> list[Block]:
+    """The page: outcome, data, hyper-parameters, loss curve, the two judges side by side."""
+    blocks: list[Block] = [Heading(f"Fine-tuned judge: {summary['out']}", 1)]
+    if summary["outcome"] != "done":
+        blocks.append(Alert(summary["message"]))
+    blocks += _data_blocks(summary)
+    params = summary["hyper_parameters"]
+    blocks += [
+        Heading("Training"),
+        Items(tuple(f"{k}: {v}" for k, v in params.items())),
+        Image(LOSS_PLOT, "training loss per optimizer step"),
+    ]
+    if summary.get("evaluation"):
+        blocks += [
+            Heading("Base and fine-tuned judge on the held-out examples"),
+            Table(("metric", "base", "fine-tuned"), tuple(comparison_rows(summary["evaluation"]))),
+            Para(f"Serve the fine-tuned judge: {summary['serve_command']}"),
+        ]
+    return blocks
+
+
+def write_report(out: Path, summary: Mapping[str, Any]) -> Path:
+    """``out/finetune/report.html`` (and its loss plot); returns the page's path."""
+    folder = out / REPORT_DIR
+    training = summary["training"]
+    loss_plot(folder / LOSS_PLOT, training["step_losses"], training["epoch_losses"], training["prior_floor"])
+    path = folder / "report.html"
+    path.write_text(render_html(report_blocks(summary), "Fine-tuned judge"), encoding="utf-8")
+    return path

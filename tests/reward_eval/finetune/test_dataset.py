@@ -1,0 +1,91 @@
+"""The data set from kept videos: labels of the episodes and their counterfactuals, the split by
+initial state, one encode path for all (synthetic run dirs; a second or two)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reward_eval.analysis.perturbations import perturbation_names
+from reward_eval.finetune.dataset import (
+    DataError,
+    build_examples,
+    check_examples,
+    run_episodes,
+    split_episodes,
+)
+from reward_eval.judging.counterfactuals import decode_frames
+
+WRONG = "put both the cream cheese box and the butter in the basket"
+
+
+def test_each_counterfactual_of_a_success_is_a_failure_of_its_episodes_group(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    run = make_run("run", [(0, True), (1, False), (2, True)])
+    episodes = run_episodes([run])
+    examples, unreadable = build_examples(
+        episodes, {"state:2"}, tmp_path / "videos", perturbation_names(), lambda e: WRONG, seed=0
+    )
+    assert unreadable == []
+    rows = [(x.group, x.source, x.label, x.held_out, x.frames) for x in examples]
+    made = [(name, False, 6 if name == "clipped" else 12) for name in perturbation_names()]
+    assert rows == [
+        ("state:0", "original", True, False, 12),
+        *[("state:0", name, label, False, frames) for name, label, frames in made],
+        ("state:1", "failure", False, False, 14),
+        ("state:2", "original", True, True, 16),
+        *[("state:2", name, label, True, 8 if name == "clipped" else 16) for name, label, _ in made],
+    ]
+    assert {x.task_text for x in examples if x.source == "wrong_task"} == {WRONG}
+    assert {x.task_text for x in examples if x.source != "wrong_task"} == {episodes[0].record.task_text}
+    reversed_ = next(x for x in examples if x.source == "reversed" and x.group == "state:0")
+    original = next(x for x in examples if x.source == "original" and x.group == "state:0")
+    # Both re-encoded the same way from the kept video's frames: the reverse, frame for frame
+    # (up to the near-lossless codec).
+    backwards, forwards = decode_frames(reversed_.video)[0][::-1], decode_frames(original.video)[0]
+    assert np.abs(backwards.astype(int) - forwards).mean() < 1.0
+
+
+def test_no_counterfactuals_leaves_the_episodes_themselves(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
+    examples, _ = build_examples(episodes, set(), tmp_path, (), lambda e: WRONG, seed=0)
+    assert [(x.source, x.label) for x in examples] == [("original", True), ("failure", False)]
+
+
+def test_episodes_of_one_initial_state_go_to_the_same_side_across_runs(make_run: Callable[..., Path]) -> None:
+    first = make_run("a", [(0, True), (1, True), (2, False), (3, False)])
+    second = make_run("b", [(0, False), (1, False), (2, False), (3, True), (None, False)])
+    episodes = run_episodes([first, second])
+    held = split_episodes(episodes, 0.25, (), seed=0)
+    assert held == {"state:3", "state:2"}, "one group of each kind (3 holds b's success), drawn by the seed"
+    assert {e.group for e in episodes if e.record.reset_state_id is None} == {
+        "episode:run1/vlm_episodes_train_rank0.jsonl:4"
+    }
+
+
+def _example_error(
+    make_run: Callable[..., Path], tmp_path: Path, name: str, episodes: list, held: set[str]
+) -> str:
+    built, _ = build_examples(
+        run_episodes([make_run(name, episodes)]), held, tmp_path / name, (), lambda e: None, seed=0
+    )
+    with pytest.raises(DataError) as error:
+        check_examples(built)
+    return str(error.value)
+
+
+def test_one_class_only_and_an_empty_held_out_split_are_refused(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    assert "training split holds only failure examples (2)" in _example_error(
+        make_run, tmp_path, "failures", [(0, False), (1, False)], set()
+    )
+    assert "held-out split would be empty" in _example_error(
+        make_run, tmp_path, "mixed", [(0, True), (1, False)], set()
+    )

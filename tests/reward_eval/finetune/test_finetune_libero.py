@@ -1,0 +1,262 @@
+"""``reward_eval finetune`` end to end on real LIBERO episodes: the scripted expert's successes and
+near miss (:func:`expert_run`) and the session's zero-policy failures (``reward_eval_run``), plus
+the counterfactuals of every success, on the tiny Qwen2.5-VL and Qwen3-VL judges with the default
+training settings; the base and the fine-tuned judge on real ``qwen_vl_hf`` servers; the
+fine-tuned checkpoint on the vLLM engine; a training killed mid-way and resumed.
+
+The data: initial states 0 (success, zero failure), 1 (near miss, zero failure) and 2 (success);
+state 0 is held out with the seed-0 split, so training sees one success, its five counterfactuals
+and two failures, and the held-out split one success, its five counterfactuals and a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reward_eval.conftest import REPO, EvalRun, run_reward_eval
+from tests.reward_eval.finetune.conftest import EXPERT_MAX_STEPS, SMALL_JUDGE
+
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
+
+SOURCES = ("original", "reversed", "frozen", "clipped", "shuffled", "wrong_task", "failure")
+
+
+@dataclass(frozen=True)
+class FineTune:
+    """A finished ``reward_eval finetune``: its output dir, status, output and finetune.json."""
+
+    out: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return json.loads((self.out / "finetune.json").read_text())
+
+
+def finetune_args(runs: list[EvalRun], model: str, out: Path, config: Path, *extra: str) -> list[str]:
+    return [
+        "finetune",
+        *(str(r.run_dir) for r in runs),
+        "--model",
+        model,
+        "--out",
+        str(out),
+        "--env-config",
+        str(config),
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def runs(expert_run: EvalRun, reward_eval_run: EvalRun) -> list[EvalRun]:
+    assert reward_eval_run.returncode == 0, reward_eval_run.stderr[-3000:]
+    return [expert_run, reward_eval_run]
+
+
+def _fine_tune(runs: list[EvalRun], model: str, out: Path, config: Path) -> FineTune:
+    result = run_reward_eval(*finetune_args(runs, model, out, config))
+    return FineTune(out, result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="module")
+def judges(
+    runs: list[EvalRun],
+    tiny_qwen_checkpoint: str,
+    tiny_qwen3_checkpoint: str,
+    small_judge_config: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, FineTune]:
+    root = tmp_path_factory.mktemp("fine-tuned")
+    return {
+        family: _fine_tune(runs, checkpoint, root / family, small_judge_config)
+        for family, checkpoint in (("qwen2_5_vl", tiny_qwen_checkpoint), ("qwen3_vl", tiny_qwen3_checkpoint))
+    }
+
+
+def test_the_expert_run_has_two_successes_and_a_near_miss(expert_run: EvalRun) -> None:
+    lines = (expert_run.run_dir / "vlm_episodes_train_rank0.jsonl").read_text().splitlines()
+    records = sorted(
+        (r["reset_state_id"], r["native_success"], r["episode_length"]) for r in map(json.loads, lines)
+    )
+    assert records == [(0, True, 333), (1, False, EXPERT_MAX_STEPS), (2, True, 316)]
+
+
+# Pinned, seeded: the last epoch's loss and the fine-tuned P(yes) of the training success and the
+# highest of its negatives (the counterfactuals and the two failures), per family.
+PINNED = {
+    "qwen2_5_vl": {"last_epoch_loss": 0.01006, "success": 0.99068, "max_negative": 0.01012},
+    "qwen3_vl": {"last_epoch_loss": 0.00568, "success": 0.99448, "max_negative": 0.0056},
+}
+# Pinned, seeded: (AUROC, Brier) of the base and the fine-tuned judge on the held-out split, and
+# the audit's rate of every row (the same for all seven rows of a judge). One training success is
+# too little for the tiny random judge to generalise: it memorises it and calls the held-out
+# success a failure too (P(yes) ~0.01), so the AUROC barely moves while the Brier score falls;
+# the Qwen3-VL base, which called everything a success at 0.5, no longer does.
+HELD_OUT = {
+    "qwen2_5_vl": {"base": (0.5, 0.2224, 0.0), "fine_tuned": (0.6667, 0.1401, 0.0)},
+    "qwen3_vl": {"base": (0.3333, 0.2611, 1.0), "fine_tuned": (0.5, 0.1413, 0.0)},
+}
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_the_default_fine_tune_leaves_the_class_prior_and_separates_the_training_episodes(
+    judges: dict[str, FineTune], family: str
+) -> None:
+    judge = judges[family]
+    assert judge.returncode == 0, judge.stdout[-3000:] + judge.stderr[-3000:]
+    summary = judge.summary
+    assert summary["outcome"] == "done" and summary["hyper_parameters"]["method"] == "full"
+    assert (
+        summary["hyper_parameters"]["lr"],
+        summary["training"]["epochs"],
+        summary["training"]["steps"],
+    ) == (1e-3, 80, 80)
+    assert summary["data"]["groups"] == {"train": ["state:1", "state:2"], "held_out": ["state:0"]}
+    counts = summary["data"]["by_source"]
+    assert {k: v for k, v in counts.items() if k.startswith("train/")} == {
+        **{f"train/{s}": 1 for s in SOURCES[:-1]},
+        "train/failure": 2,
+    }
+    training = summary["training"]
+    assert training["prior_floor"] == pytest.approx(math.log(2))
+    assert training["epoch_losses"][0] == pytest.approx(math.log(2), abs=0.02), "starts at the floor"
+    assert training["epoch_losses"][-1] == pytest.approx(PINNED[family]["last_epoch_loss"], abs=2e-3)
+    before = [s["before"] for s in training["train_scores"]]
+    assert max(before) - min(before) < 0.01, "the base judge tells nothing apart"
+    success = [s["after"] for s in training["train_scores"] if s["label"]]
+    negatives = [s["after"] for s in training["train_scores"] if not s["label"]]
+    assert success == [pytest.approx(PINNED[family]["success"], abs=2e-3)]
+    assert max(negatives) == pytest.approx(PINNED[family]["max_negative"], abs=2e-3)
+    assert min(success) > 0.9 > 0.1 > max(negatives)
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
+    judges: dict[str, FineTune], family: str
+) -> None:
+    judge = judges[family]
+    evaluation = judge.summary["evaluation"]
+    base, tuned = evaluation["base"], evaluation["fine_tuned"]
+    assert base["n"] == tuned["n"] == 7 and base["fallbacks"] == tuned["fallbacks"] == 0
+    assert set(base["audit"]) == set(tuned["audit"]) == set(SOURCES)
+    for name, block in (("base", base), ("fine_tuned", tuned)):
+        auroc, brier, rate = HELD_OUT[family][name]
+        assert (block["auroc"], block["brier"]) == (
+            pytest.approx(auroc, abs=1e-3),
+            pytest.approx(brier, abs=2e-3),
+        )
+        assert set(block["audit"].values()) == {rate}, name
+        assert block["best_f1"] is not None and block["best_f1_threshold"] is not None
+    # The training read exactly what the server answers for the same videos.
+    assert evaluation["readout_vs_server_max_abs_diff"] < 1e-5
+    for name, log in (("base", "server_base.log"), ("fine_tuned", "server_fine_tuned.log")):
+        assert "POST /score" in (judge.out / "finetune" / log).read_text(), name
+    lines = judge.stdout.strip().splitlines()
+    serve = "bash examples/embodiment/scripts/start_reward_server.sh qwen_vl_vllm"
+    assert lines[-1] == f"[reward-eval] serve it: {serve} {judge.out}"
+    assert any(line.startswith("AUROC ") for line in lines) and any(
+        line.startswith("FPR reversed") for line in lines
+    )
+    page = (judge.out / "finetune" / "report.html").read_text()
+    assert '<img src="loss.png"' in page and "Base and fine-tuned judge on the held-out examples" in page
+    assert (judge.out / "finetune" / "loss.png").stat().st_size > 0
+    assert {p.name for p in judge.out.glob("*.safetensors")} == {"model.safetensors"}
+
+
+@pytest.mark.vllm
+def test_the_fine_tuned_checkpoint_gives_the_same_p_yes_on_the_vllm_engine(
+    judges: dict[str, FineTune],
+) -> None:
+    import requests
+
+    from tests.support.vllm_venv import TEST_ENGINE_KWARGS, VllmServer, require_vllm_python
+
+    judge = judges["qwen2_5_vl"]
+    served = judge.summary["evaluation"]["judged"]["fine_tuned"]  # qwen_vl_hf's answers
+    python = require_vllm_python()
+    server = VllmServer(
+        python,
+        "qwen_vl_vllm",
+        str(judge.out),
+        judge.out / "finetune" / "videos",
+        judge.out / "vllm.log",
+        TEST_ENGINE_KWARGS,
+    )
+    try:
+        server.wait_ready()
+        for case in served:
+            body = {
+                "task_text": case["task_text"],
+                "video_path": case["video"],
+                "video_fps": 4.0,
+                **SMALL_JUDGE,
+            }
+            body["nframes"] = min(case["frames"], SMALL_JUDGE["nframes"])
+            answer = requests.post(server.endpoint, json=body, timeout=120).json()
+            # vLLM runs in bfloat16 on CPU, transformers in float32 (the backends' agreed tolerance).
+            assert answer["probability"] == pytest.approx(case["score"], abs=2e-3), case["source"]
+    finally:
+        server.stop()
+
+
+def _epochs_done(out: Path) -> int:
+    found = [int(p.stem.split("-")[1]) for p in (out / "finetune" / "checkpoints").glob("epoch-*.pt")]
+    return max(found, default=0)
+
+
+def test_a_training_killed_mid_way_resumes_where_it_stopped(
+    judges: dict[str, FineTune],
+    runs: list[EvalRun],
+    tiny_qwen_checkpoint: str,
+    small_judge_config: Path,
+    tmp_path: Path,
+) -> None:
+    """Killed (SIGKILL) after its 30th epoch's checkpoint, resumed with ``--resume``: the loss of
+    every step and the final weights are the uninterrupted run's."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "judge"
+    args = finetune_args(runs, tiny_qwen_checkpoint, out, small_judge_config, "--no-evaluate")
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reward_eval", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while _epochs_done(out) < 30 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    stopped = _epochs_done(out)
+    assert 30 <= stopped < 80 and not (out / "model.safetensors").exists(), stopped
+
+    mismatch = run_reward_eval(*args, "--resume", "--lr", "0.005")
+    assert mismatch.returncode == 2 and "trained on other data or options" in mismatch.stderr
+    resumed = run_reward_eval(*args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"{stopped}/80" in resumed.stderr, "the bar starts at the stopped step"
+
+    whole = judges["qwen2_5_vl"]
+    mine, theirs = json.loads((out / "finetune.json").read_text())["training"], whole.summary["training"]
+    assert mine["step_losses"] == pytest.approx(theirs["step_losses"], abs=1e-6)
+    weights, reference = load_file(out / "model.safetensors"), load_file(whole.out / "model.safetensors")
+    assert weights.keys() == reference.keys()
+    assert all((weights[k] - reference[k]).abs().max() <= 1e-6 for k in weights)
