@@ -267,8 +267,14 @@ def test_good_request_is_scored(
         "backend",
         "model",
         "latency_s",
+        "score_mode",
+        "prompt_preset",
+        "prompt_hash",
     }
     assert body["score"] == pytest.approx(score)
+    # The fake backend asks no prompt of the project's: the judge is its name, model and mode.
+    assert (body["prompt_preset"], body["prompt_hash"]) == (None, None)
+    assert body["score_mode"] in ("auto", "percentage")
     assert body["probability"] is None  # a text answer
     # Canonical name even for an alias; the model's directory name, not its host path.
     assert (body["backend"], body["model"]) == ("fixed_score", "fake-model")
