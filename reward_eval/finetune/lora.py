@@ -1,13 +1,12 @@
 """Which weights a fine-tune changes: LoRA adapters through ``peft`` on the family's default
 modules, or every weight (full fine-tuning, for small models); and the merged checkpoint.
 
-**Default LoRA targets come from the model family**, looked up in :data:`LORA_TARGETS` by the
-checkpoint's :class:`~vlm_reward.judging.model_family.ModelFamily` (``model_type``), never by
-branching on a model name: the language model's attention and MLP projections of every
+**Default LoRA targets come from the model family**
+(:attr:`~vlm_reward.judging.model_family.ModelFamily.lora_targets` of the checkpoint's family),
+never by branching on a model name: the language model's attention and MLP projections of every
 decoder layer, the modules LoRA recipes for Qwen-VL judges adapt while the vision tower stays
-frozen. Both families name them alike under ``model.language_model.layers``; the pattern
-names the language model explicitly because Qwen2.5-VL's vision blocks also have
-``gate_proj``/``up_proj``/``down_proj``. A new family is one entry in the table.
+frozen. Both families name them alike under ``model.language_model.layers``; a new family
+states its own.
 ``--lora-targets`` overrides it with any ``peft`` ``target_modules`` regular expression.
 
 **The merged checkpoint** is what every backend serves with ``--model``: the adapters folded
@@ -22,27 +21,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.judging.model_family import ModelFamily
 
 INSTALL_HINT = "pip install peft (pinned in requirements/base.txt + requirements/constraints.txt)"
 METHODS = ("lora", "full")
 
-_LANGUAGE_PROJECTIONS = r".*language_model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
-# model_type -> default peft target_modules (a regular expression peft matches on module names).
-LORA_TARGETS: Mapping[str, str] = {
-    QWEN2_5_VL.model_type: _LANGUAGE_PROJECTIONS,
-    QWEN3_VL.model_type: _LANGUAGE_PROJECTIONS,
-}
-
 
 def default_targets(family: ModelFamily) -> str:
-    """The family's default LoRA target modules; ``ValueError`` naming the families that have one."""
-    if family.model_type not in LORA_TARGETS:
-        raise ValueError(
-            f"no default LoRA target modules for model family {family.name!r}; give --lora-targets "
-            f"or use one of {', '.join(LORA_TARGETS)}."
-        )
-    return LORA_TARGETS[family.model_type]
+    """The family's default LoRA target modules (a ``peft`` ``target_modules`` regular expression)."""
+    return family.lora_targets
 
 
 def import_peft() -> Any:

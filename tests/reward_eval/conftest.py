@@ -1,7 +1,14 @@
-"""Fixtures of the reward-evaluation tests: one real evaluation run, shared by the session.
+"""Fixtures of the reward-evaluation tests: real evaluation runs, shared by the session.
 
-A LIBERO run costs about a minute here, so the job test and the re-scoring tests read the
-same run dir instead of rolling out again.
+A LIBERO run costs about a minute here, so the tests read the same run dirs instead of rolling
+out again:
+
+- :func:`reward_eval_run`: the zero policy, 1 task x 2 episodes, a local tiny-Qwen server (the
+  job test, rescore, the audit, the fine-tune's failures);
+- :func:`expert_run`: the scripted expert, task 0, trials 0-2 on three envs in one batch,
+  ``drop: carry`` with ``drop_prob`` 0.5 and policy seed 3, which drops the second episode only:
+  two successes (316 and 333 steps) and a near miss (truncated at 344). Rendered at 128x128,
+  which halves the rendering that bounds LIBERO's speed here (the expert test, the fine-tune).
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
+from reward_eval.job.paths import ENV_CONFIG
 from tests.support.server import REPO
 from vlm_reward.protocol import API_KEY_ENV
 
@@ -21,6 +30,11 @@ RUN_TASK = 0
 RUN_EPISODES = 2
 RUN_MAX_STEPS = 8
 EXPORTED_KEY = "a-key-the-user-exported"
+EXPERT_TASK = 0
+EXPERT_EPISODES = 3
+EXPERT_SEED = 3  # drop draws of seed 3: the 2nd episode drops, the 1st and 3rd do not
+EXPERT_MAX_STEPS = 344
+EXPERT_CAMERA = 128
 
 
 @dataclass(frozen=True)
@@ -66,3 +80,41 @@ def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoi
         env={API_KEY_ENV: EXPORTED_KEY},
     )
     return EvalRun(run_dir, result.returncode, result.stdout, result.stderr)
+
+
+@pytest.fixture(scope="session")
+def expert_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoint: str) -> EvalRun:
+    """The expert's successes and near miss (see the module docstring), kept videos, no audit."""
+    root = tmp_path_factory.mktemp("expert-run")
+    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg.init_params.camera_heights = cfg.init_params.camera_widths = EXPERT_CAMERA
+    OmegaConf.save(cfg, root / "libero_10_128px.yaml")
+    result = run_reward_eval(
+        "run",
+        *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
+        *(
+            "--max-episode-steps",
+            str(EXPERT_MAX_STEPS),
+            "--policy",
+            "expert",
+            "--policy-seed",
+            str(EXPERT_SEED),
+        ),
+        *(
+            "--policy-kwargs",
+            '{"drop": "carry", "drop_prob": 0.5}',
+            "--env-config",
+            str(root / "libero_10_128px.yaml"),
+        ),
+        *(
+            "--backend",
+            "qwen_vl_hf",
+            "--model",
+            tiny_qwen_checkpoint,
+            "--no-audit",
+            "--out",
+            str(root / "run"),
+        ),
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return EvalRun(root / "run", result.returncode, result.stdout, result.stderr)

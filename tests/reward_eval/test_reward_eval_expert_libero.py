@@ -1,50 +1,31 @@
-"""The scripted expert in the real LIBERO simulator, through the project's ``LiberoEnv``.
+"""The scripted expert in the real LIBERO simulator, through the evaluation job and ``LiberoEnv``.
 
-One env pair from the same initial state (task 0, trial 0): env 0 runs the expert as is,
-env 1 the same expert with ``drop="carry"``. The first must reach the simulator's success
-within the episode limit; the second must put the first object in the basket and leave the
-last one out, so the episode never succeeds.
+The session's expert run (``expert_run``: task 0, trials 0-2 in one batch, ``drop: carry`` at
+``drop_prob`` 0.5 with policy seed 3) drops in the second episode only. The expert as is must
+reach the simulator's success within the episode limit; with the drop it must not succeed and
+play on until the limit truncates it. The fine-tune trains on the same run.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import json
+
 import pytest
 
-from reward_eval.policies.expert import ExpertController
-from reward_eval.policies.pick_place import Phase
-from tests.envs.conftest import libero_cfg, libero_env
+from tests.reward_eval.conftest import EXPERT_EPISODES, EXPERT_MAX_STEPS, EXPERT_TASK, EvalRun
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
-MAX_STEPS = 400  # the expert needs ~330 steps for two objects here; libero_10 allows 512
-CHUNK = 8
-SETTLE_CHUNKS = 3  # let a dropped object come to rest before calling the episode
 
-
-def _in_basket(raw: dict[str, np.ndarray], obj: str) -> bool:
-    # The basket's contain region is +-6.1 cm around its centre in x and y.
-    return bool(np.abs(raw[f"{obj}_pos"][:2] - raw["basket_1_pos"][:2]).max() < 0.061)
-
-
-def test_expert_succeeds_and_its_drop_setting_does_not_from_the_same_initial_state() -> None:
-    cfg = libero_cfg(max_episode_steps=MAX_STEPS, task_id_filter=[0])
-    with libero_env(cfg, num_envs=2) as env:
-        env.is_start = False  # keep our reset_state_ids
-        env.reset(env_idx=np.arange(2), reset_state_ids=np.array([0, 0]))
-        task = env.task_descriptions[0]
-        experts = [ExpertController(task, seed=0), ExpertController(task, seed=0, drop="carry")]
-        success, steps, settled = np.zeros(2, dtype=bool), 0, 0
-        while steps < MAX_STEPS and not (success[0] and settled >= SETTLE_CHUNKS):
-            actions = np.stack([e.act(env.current_raw_obs[i], CHUNK) for i, e in enumerate(experts)])
-            _, _, terminations, truncations, _ = env.chunk_step(actions)
-            success |= terminations.any(dim=1).numpy()
-            settled += experts[1].phase is Phase.DONE
-            steps += CHUNK
-            assert not truncations[0].any(), f"the expert did not succeed within {steps} steps"
-        raw = env.current_raw_obs
-    assert success[0], "the expert reached the simulator's success"
-    assert experts[1].dropping and experts[1].phase is Phase.DONE
-    assert not success[1], "dropping the last object is never a success"
-    assert _in_basket(raw[1], "alphabet_soup_1") and not _in_basket(raw[1], "tomato_sauce_1"), "a near miss"
-    assert _in_basket(raw[0], "alphabet_soup_1") and _in_basket(raw[0], "tomato_sauce_1")
+def test_expert_succeeds_and_its_drop_setting_does_not(expert_run: EvalRun) -> None:
+    [log] = expert_run.run_dir.glob("vlm_episodes_*.jsonl")
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    records = sorted(lines, key=lambda r: r["trial_id"])  # logged in the order the episodes ended
+    assert [(r["task_id"], r["trial_id"]) for r in records] == [
+        (EXPERT_TASK, k) for k in range(EXPERT_EPISODES)
+    ]
+    assert [r["native_success"] for r in records] == [True, False, True], "only the dropping episode fails"
+    lengths = [r["episode_length"] for r in records]
+    assert lengths[1] == EXPERT_MAX_STEPS, "the near miss plays on to the limit"
+    assert all(200 < n < EXPERT_MAX_STEPS for n in (lengths[0], lengths[2])), "the successes end early"
+    assert "native=2/3" in expert_run.stderr, "progress bar"

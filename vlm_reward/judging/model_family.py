@@ -38,10 +38,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Where a LoRA fine-tune of a judge adapts it by default (a peft target_modules regular
+# expression): the language model's attention and MLP projections of every decoder layer, the
+# vision tower left frozen. The language model is named explicitly: Qwen2.5-VL's vision blocks
+# also have gate/up/down projections.
+LANGUAGE_PROJECTIONS = r".*language_model\.layers\.\d+\.(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)"
+
 
 @dataclass(frozen=True)
 class ModelFamily:
-    """One architecture family: how its checkpoints are recognised and what its vision needs."""
+    """One architecture family: how its checkpoints are recognised, what its vision needs, and
+    which modules a LoRA fine-tune adapts by default (``lora_targets``)."""
 
     name: str
     model_type: str
@@ -52,6 +59,7 @@ class ModelFamily:
     kept_video_wrap_tokens: int = 0
     merge_size: int = 2
     temporal_patch_size: int = 2
+    lora_targets: str = LANGUAGE_PROJECTIONS
 
     @property
     def token_side(self) -> int:

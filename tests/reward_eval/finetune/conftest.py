@@ -1,10 +1,7 @@
 """Fixtures of the fine-tune tests: run dirs to train on, and the judge's serving settings.
 
-- :func:`expert_run`: the scripted expert in the real LIBERO simulator, once a session: task 0,
-  trials 0-2 on three envs in one batch, ``drop: carry`` with ``drop_prob`` 0.5 and policy seed 3,
-  which drops the second episode only: two successes (316 and 333 steps) and a near miss
-  (truncated at 344). Rendered at 128x128, which halves the rendering that bounds LIBERO's
-  speed here; the judge is shown at most 112x112 anyway (:data:`SMALL_JUDGE`).
+- ``expert_run`` (``tests/reward_eval/conftest.py``): the scripted expert's two successes and
+  near miss in the real LIBERO simulator, once a session.
 - :func:`small_judge_config`: the env YAML with the judge shown 8 frames of at most 12,544 pixels
   (16 visual tokens a frame): the same request in training and on the servers, ~20 ms per
   training example on the tiny judges.
@@ -22,14 +19,8 @@ from omegaconf import OmegaConf
 
 from reward_eval.job.paths import ENV_CONFIG
 from tests.conftest import moving_square_frames
-from tests.reward_eval.conftest import EvalRun, run_reward_eval
 from vlm_reward.video_io import encode_mp4
 
-EXPERT_TASK = 0
-EXPERT_EPISODES = 3
-EXPERT_SEED = 3  # drop draws of seed 3: the 2nd episode drops, the 1st and 3rd do not
-EXPERT_MAX_STEPS = 344
-EXPERT_CAMERA = 128
 SMALL_JUDGE = {"nframes": 8, "max_pixels": 12544}
 TASK_TEXT = "put both the alphabet soup and the tomato sauce in the basket"
 
@@ -43,44 +34,6 @@ def small_judge_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("env-config") / "libero_10_small_judge.yaml"
     OmegaConf.save(cfg, path)
     return path
-
-
-@pytest.fixture(scope="session")
-def expert_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoint: str) -> EvalRun:
-    """The expert's successes and near miss (see the module docstring), kept videos, no audit."""
-    root = tmp_path_factory.mktemp("expert-run")
-    cfg = OmegaConf.load(ENV_CONFIG)
-    cfg.init_params.camera_heights = cfg.init_params.camera_widths = EXPERT_CAMERA
-    OmegaConf.save(cfg, root / "libero_10_128px.yaml")
-    result = run_reward_eval(
-        "run",
-        *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
-        *(
-            "--max-episode-steps",
-            str(EXPERT_MAX_STEPS),
-            "--policy",
-            "expert",
-            "--policy-seed",
-            str(EXPERT_SEED),
-        ),
-        *(
-            "--policy-kwargs",
-            '{"drop": "carry", "drop_prob": 0.5}',
-            "--env-config",
-            str(root / "libero_10_128px.yaml"),
-        ),
-        *(
-            "--backend",
-            "qwen_vl_hf",
-            "--model",
-            tiny_qwen_checkpoint,
-            "--no-audit",
-            "--out",
-            str(root / "run"),
-        ),
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return EvalRun(root / "run", result.returncode, result.stdout, result.stderr)
 
 
 Episode = tuple[int | None, bool]  # (reset_state_id, native_success)

@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.reward_eval.conftest import REPO, EvalRun, run_reward_eval
-from tests.reward_eval.finetune.conftest import EXPERT_MAX_STEPS, SMALL_JUDGE
+from tests.reward_eval.conftest import EXPERT_MAX_STEPS, REPO, EvalRun, run_reward_eval
+from tests.reward_eval.finetune.conftest import SMALL_JUDGE
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 

@@ -10,22 +10,20 @@ from pathlib import Path
 import pytest
 
 from reward_eval.finetune.inputs import Request, model_inputs
-from reward_eval.finetune.lora import LORA_TARGETS, default_targets, make_trainable, merged_model, save_merged
+from reward_eval.finetune.lora import default_targets, make_trainable, merged_model, save_merged
 from reward_eval.finetune.readout import answer_log_shares, expected_scores, weighted_nll
 from vlm_reward.judging.model_family import FAMILIES, ModelFamily, checkpoint_family
+from vlm_reward.judging.model_family import LANGUAGE_PROJECTIONS as LANGUAGE_PROJECTIONS_RE
 from vlm_reward.judging.probability import AnswerTokens
 
 CHECKPOINTS = ["tiny_qwen_checkpoint", "tiny_qwen3_checkpoint"]
 LANGUAGE_PROJECTIONS = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
 
-def test_every_family_has_default_targets_and_an_unknown_one_is_named() -> None:
-    assert set(LORA_TARGETS) == set(FAMILIES)
-    stranger = ModelFamily("Llava", "llava", "LlavaForConditionalGeneration", "Llava", 14, False)
-    with pytest.raises(
-        ValueError, match="no default LoRA target modules for model family 'Llava'; give --lora-targets"
-    ):
-        default_targets(stranger)
+def test_the_default_targets_are_the_familys_own() -> None:
+    assert {default_targets(family) for family in FAMILIES.values()} == {LANGUAGE_PROJECTIONS_RE}
+    own = ModelFamily("Other", "other", "OtherForConditionalGeneration", "Other", 14, False, lora_targets="x")
+    assert default_targets(own) == "x"
 
 
 @pytest.mark.parametrize("checkpoint", CHECKPOINTS, ids=["qwen2_5_vl", "qwen3_vl"])
