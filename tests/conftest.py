@@ -1,9 +1,31 @@
-"""Shared fixtures: the tiny offline Qwen2.5-VL and Qwen3-VL checkpoints and a small rendered MP4."""
+"""Shared fixtures (the tiny offline Qwen2.5-VL and Qwen3-VL checkpoints, a small rendered MP4) and
+how the suite is spread over two processes.
+
+``scripts/test.sh`` runs pytest with two xdist workers (``--dist loadgroup``). Every test gets a
+group: the heavy ones (the LIBERO simulator, the vLLM engine, training runs: marked ``libero`` or
+``vllm``, or using a session's LIBERO run) all share one, so they run one at a time on one worker,
+as the machine's memory needs, and share their session fixtures; every other test is grouped by
+its module, so a module's fixtures (a server, an env) start once. The light modules fill the other
+worker meanwhile.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+
+HEAVY_GROUP = "heavy"
+HEAVY_MARKERS = ("libero", "vllm")
+HEAVY_FIXTURES = frozenset({"reward_eval_run", "expert_run"})  # a LIBERO run each, once a session
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test its xdist group (see the module docstring)."""
+    for item in items:
+        heavy = any(item.get_closest_marker(name) for name in HEAVY_MARKERS)
+        heavy = heavy or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+        group = HEAVY_GROUP if heavy else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
