@@ -1,10 +1,10 @@
 """The ``reward_model`` block of the LIBERO env YAML, validated when the env is built.
 
-A typed model: every key of the block is one field below, with its type and range. A
-misspelled or unknown key, a value of the wrong type (``nframes: true``, ``timeout: "120"``)
-or out of range raises ``ValueError``/``TypeError`` whose message names the key and the
-value, so a typo never silently falls back to a default. Ints are accepted where floats
-are expected; nothing else is coerced.
+A typed model (:class:`vlm_reward.config_block.ConfigBlock`): every key of the block is one field
+below, with its type and range. A misspelled or unknown key, a value of the wrong type
+(``nframes: true``, ``timeout: "120"``) or out of range raises ``ValueError``/``TypeError`` whose
+message names the key and the value, so a typo never silently falls back to a default. Ints are
+accepted where floats are expected; nothing else is coerced.
 """
 
 from __future__ import annotations
@@ -12,24 +12,23 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
+from vlm_reward.config_block import ConfigBlock
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Pydantic's error types that mean "wrong type" (TypeError) rather than "bad value" (ValueError).
-_TYPE_ERRORS = ("_type", "is_instance_of")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what an environment variable's name may be
 
 
-class RewardModelConfig(BaseModel):
+class RewardModelConfig(ConfigBlock):
     """Settings of the VLM reward path; defaults match the user's design."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+    block_name: ClassVar[str] = "reward_model"
 
     enable: bool = False
     endpoint: str | list[str] = "http://127.0.0.1:18080/score"  # a list: replicas (see replicas.py)
@@ -61,7 +60,7 @@ class RewardModelConfig(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_var_name(cls, name: str | None) -> str | None:
-        if name is not None and not _ENV_NAME.fullmatch(name):
+        if name is not None and not ENV_NAME.fullmatch(name):
             raise ValueError(
                 "must be the name of an environment variable (letters, digits, _), such as "
                 "VLM_REWARD_API_KEY, not the key itself"
@@ -86,17 +85,6 @@ class RewardModelConfig(BaseModel):
         """The reward-server replicas to spread requests over (one when ``endpoint`` is a string)."""
         return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
 
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as exc:
-            raise _readable(exc, values) from None
-
-    @classmethod
-    def from_mapping(cls, block: Mapping[str, Any] | None) -> RewardModelConfig:
-        """Build from the YAML block (a dict or an OmegaConf node); ``None`` means disabled."""
-        return cls() if block is None else cls(**_to_plain_dict(block))
-
     def api_key(self, environ: Mapping[str, str] = os.environ) -> str | None:
         """The servers' API key, read from the variable ``api_key_env`` names (``None``: no key).
 
@@ -112,37 +100,3 @@ class RewardModelConfig(BaseModel):
                 "is unset or empty; export it with the reward server's key (or set api_key_env: null)."
             )
         return key
-
-    def replace(self, **changes: Any) -> RewardModelConfig:
-        """A copy with ``changes`` applied, validated like the YAML block."""
-        return type(self)(**{**self.model_dump(), **changes})
-
-
-def _readable(exc: ValidationError, values: Mapping[str, Any]) -> TypeError | ValueError:
-    """One sentence per bad key; ``TypeError`` if the first problem is a wrong type."""
-    errors = exc.errors()
-    problems: dict[str, list[str]] = {}  # key -> messages (a union type gives one per member)
-    sentences = []
-    for err in errors:
-        key = ".".join(str(part) for part in err["loc"][:1])
-        if err["type"] == "extra_forbidden":
-            valid = ", ".join(RewardModelConfig.model_fields)
-            sentences.append(f"unknown key reward_model.{key}; valid keys: {valid}.")
-            continue
-        message = err["msg"].removeprefix("Value error, ")
-        problems.setdefault(key, []).append(f"{message[0].lower()}{message[1:]}")
-    for key, messages in problems.items():
-        sentences.append(f"reward_model.{key}: {' or '.join(messages)}, got {values.get(key)!r}.")
-    first = errors[0]["type"]
-    kind = TypeError if any(marker in first for marker in _TYPE_ERRORS) else ValueError
-    return kind(" ".join(sentences))
-
-
-def _to_plain_dict(block: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-    except ImportError:  # the config is a plain dict when omegaconf is absent
-        return dict(block)
-    if isinstance(block, DictConfig):
-        return OmegaConf.to_container(block, resolve=True)
-    return dict(block)
