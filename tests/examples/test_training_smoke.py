@@ -172,7 +172,7 @@ def judges_on_the_cluster(backend: str, model: str, *settings: str) -> list[str]
         f"{rs}.model={model}",
         f"{rs}.replicas=2",
         f"{rs}.gpus_per_replica=0",
-        f"{rs}.cpus_per_replica=0",  # this machine's 2 CPUs stay free to start the training's workers
+        f"{rs}.cpus_per_replica=0",  # no Ray CPU held: this machine has 2
         f"+cluster.component_placement.{rs}='0:0-1'",  # two processes on node 0 (no GPUs here)
         *settings,
     ]

@@ -8,7 +8,7 @@
    (``NodeAffinitySchedulingStrategy``, not soft), holding ``cpus_per_replica`` Ray CPUs and no
    Ray GPU: which GPUs a replica uses is the placement's business (its device variables), as
    for RLinf's own workers, which reserve none in Ray either. Ray restarts a replica whose
-   process dies up to ``max_restarts`` times;
+   process dies up to ``max_restarts`` times; a call made to it meanwhile waits for the restart;
 3. waits for every replica's ``/health`` (``start_timeout_s``); the first that fails stops the
    group and raises :class:`ReplicaStartError` with that server's own sentence;
 4. :meth:`ReplicaGroup.stop` asks every replica to drain at once, waits up to the drain
@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -137,7 +138,7 @@ class ReplicaGroup:
             options = {
                 "name": f"reward_server_{self.run_id}_{spec.index}",
                 "max_restarts": settings.max_restarts,
-                "max_task_retries": 0,
+                "max_task_retries": -1,  # a call made while it restarts waits for the restart
                 "num_cpus": settings.cpus_per_replica,
                 "num_gpus": 0,
                 "scheduling_strategy": _pinned(slot.node_id),
@@ -154,8 +155,10 @@ class ReplicaGroup:
         index_of = {ref: index for index, ref in enumerate(refs)}
         pending, infos = list(refs), [None] * len(refs)
         timeout = self.plan.settings.start_timeout_s + _WAIT_MARGIN_S
+        deadline = time.monotonic() + timeout
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            left = max(deadline - time.monotonic(), 0.0)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=left)
             if not ready:
                 waiting = ", ".join(str(index_of[ref]) for ref in pending)
                 raise ReplicaStartError(
@@ -177,7 +180,8 @@ class ReplicaGroup:
         for actor in self.actors:
             with contextlib.suppress(Exception):  # an actor that is dead or restarting
                 refs.append(actor.stop.remote())
-        ray.wait(refs, num_returns=len(refs), timeout=grace)
+        if refs:
+            ray.wait(refs, num_returns=len(refs), timeout=grace)
         codes: list[int | None] = []
         for ref in refs:
             try:
