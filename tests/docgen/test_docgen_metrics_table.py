@@ -25,3 +25,14 @@ def test_env_metrics_are_the_envs_keys_in_order() -> None:
 
     rows = env_metrics_table(VLM_METRICS).splitlines()[2:]
     assert [row.split(" | ")[0].strip("| `") for row in rows] == list(VLM_METRIC_KEYS)
+
+
+def test_every_series_the_docs_name_is_one_the_server_exposes() -> None:
+    from docgen.commands import REPO
+
+    metrics = ServerMetrics(backends=["qwen_vl_hf"], model="m", version="v")
+    exposed = set(re.findall(r"^# TYPE (\S+) ", metrics.exposition()[0].decode(), re.MULTILINE))
+    pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md")]
+    series = re.compile(r"(?<![/\w.])(vlm_reward_[a-z_]+?)(?:_bucket|_sum|_count)?\b(?!\.py)")
+    named = {m for page in pages for m in series.findall(page.read_text())}
+    assert named and named <= exposed, named - exposed
