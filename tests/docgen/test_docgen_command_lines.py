@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from docgen.command_lines import (
     resolve,
     reward_model_keys,
 )
-from docgen.commands import REPO, RUN_EMBODIMENT, SERVER
+from docgen.commands import REPO, RUN_EMBODIMENT, SERVER, TINY_CHECKPOINT, reward_eval_commands
 from vlm_reward.client.config import RewardModelConfig
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
@@ -160,14 +161,9 @@ def test_the_pages_show_every_kind_of_command() -> None:
     resolved = set()
     for page in PAGES:
         for line in command_lines(page.read_text(), page.name):
-            import shlex
-
             result = resolve(shlex.split(line.text, comments=True))
             if isinstance(result, tuple):
                 resolved.add(result[0])
-    expected = {SERVER, RUN_EMBODIMENT, "python -m vlm_reward.tools.tiny_checkpoint"}
-    expected |= {
-        f"python -m reward_eval {name}"
-        for name in ("run", "rescore", "report", "audit", "compare", "finetune")
-    }
-    assert expected <= resolved
+    expected = {SERVER, RUN_EMBODIMENT, TINY_CHECKPOINT}
+    expected |= {command.name for command in reward_eval_commands().values()}
+    assert expected <= resolved, expected - resolved
