@@ -16,6 +16,8 @@ if ! "$VENV/bin/python" -c "import mkdocs, material, mkdocstrings" 2>/dev/null; 
   exit 1
 fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+# Material 9.7+ prints a banner about its successor on every build; the pinned version builds as is.
+export NO_MKDOCS_2_WARNING="${NO_MKDOCS_2_WARNING:-1}"
 cd "$ROOT"
 MODE="${1:-build}"
 [ $# -gt 0 ] && shift
