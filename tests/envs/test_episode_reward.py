@@ -64,7 +64,7 @@ class ScriptedJudge:
 
 
 def hand_formula(rl: SimpleNamespace, signal: np.ndarray) -> np.ndarray:
-    """README: ``step_penalty + reward_coef * s``; with ``use_rel_reward`` the difference to the last."""
+    """docs/env/index.md: ``step_penalty + reward_coef * s``; with ``use_rel_reward`` its difference."""
     reward = (-1.0 if rl.use_step_penalty else 0.0) + rl.cfg.reward_coef * signal
     if not rl.use_rel_reward:
         return reward

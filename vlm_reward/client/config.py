@@ -31,32 +31,76 @@ class RewardModelConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    enable: bool = False
-    endpoint: str | list[str] = "http://127.0.0.1:18080/score"  # a list: replicas (see replicas.py)
-    timeout: Positive = 120.0
-    nframes: PositiveInt = DEFAULT_NFRAMES
-    max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
-    backend: str | None = "qwen_vl_vllm"  # None: the server's default backend
-    backend_kwargs: dict[str, Any] = Field(default_factory=dict)
-    video_fps: Positive = DEFAULT_VIDEO_FPS
-    fail_on_request_error: bool = False
-    binary_reward: bool = True
-    success_threshold: UnitInterval = 0.5
-    keep_temp_video: bool = False
-    temp_video_dir: str | None = None  # None: the system temp dir
+    enable: bool = Field(
+        False, description="Score episodes with the VLM; False: RLinf's LiberoEnv unchanged."
+    )
+    endpoint: str | list[str] = Field(
+        "http://127.0.0.1:18080/score",
+        description="POST /score URL of the reward server, or a list of replicas (a call goes to "
+        "the least busy one).",
+    )
+    timeout: Positive = Field(120.0, description="Seconds per scoring request.")
+    nframes: PositiveInt = Field(
+        DEFAULT_NFRAMES, description="Frames sampled uniformly over the episode (first and last included)."
+    )
+    max_pixels: PositiveInt = Field(
+        DEFAULT_MAX_PIXELS, description="Pixels per frame (256 * 28 * 28), applied by the server."
+    )
+    backend: str | None = Field(
+        "qwen_vl_vllm",
+        description="Backend to ask for (or PRIMO-R1, qwen_vl_hf); null: the server's default.",
+    )
+    backend_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Per-request overrides, e.g. {prompt: primo, max_new_tokens: 256}.",
+    )
+    video_fps: Positive = Field(DEFAULT_VIDEO_FPS, description="Frame rate of the MP4 sent to the server.")
+    fail_on_request_error: bool = Field(
+        False, description="True: stop on a failed request instead of using the fallback."
+    )
+    binary_reward: bool = Field(
+        True, description="True: s = 1[score >= success_threshold]; False: s = score."
+    )
+    success_threshold: UnitInterval = Field(
+        0.5, description="A score at or above it is a VLM success (the episode log's is_success)."
+    )
+    keep_temp_video: bool = Field(
+        False, description="Keep each episode's MP4 (its path goes into the episode log's video_path)."
+    )
+    temp_video_dir: str | None = Field(
+        None, description="Where the MP4s are written; null: the system temp dir."
+    )
     # Additions (safe defaults):
-    use_for_training: bool = True  # False = shadow mode: score and log, train on the native reward
-    fallback_score: UnitInterval | None = None  # None: the episode's native success (0 or 1)
-    send_video_inline: bool = False  # True: send the MP4 as base64 (no shared filesystem needed)
-    score_mode: ScoreMode | None = None  # None: the backend's default way of reading its answer
-    max_concurrency: PositiveInt = 16  # episodes scored in parallel
-    max_retries: Annotated[int, Field(ge=0)] = 1  # extra attempts, only for connection errors and 503/504
-    episode_log_dir: str | None = None  # JSONL episode log goes here; None: no log
-    replica_cooldown_s: Positive = 30.0  # a replica that failed is skipped this long
-    # The NAME of the environment variable holding the servers' API key (never the key itself,
-    # which would end up in logs and saved configs); None: the servers need no key.
-    api_key_env: str | None = None
-    ca_bundle: str | None = None  # PEM bundle to verify https:// replicas; None: the system's CAs
+    use_for_training: bool = Field(
+        True, description="False: shadow mode, score and log but train on the native reward."
+    )
+    fallback_score: UnitInterval | None = Field(
+        None, description="Score of a failed request; null: the episode's native success (0 or 1)."
+    )
+    send_video_inline: bool = Field(
+        False, description="True: send the MP4 in the request as base64 (no shared filesystem needed)."
+    )
+    score_mode: ScoreMode | None = Field(
+        None, description="How the server reads the answer as a score; null: the backend's default."
+    )
+    max_concurrency: PositiveInt = Field(
+        16, description="Episodes scored in parallel when several end in one chunk_step."
+    )
+    max_retries: Annotated[int, Field(ge=0)] = Field(
+        1, description="Retry rounds over the replicas, for connection errors and 503/504 only."
+    )
+    episode_log_dir: str | None = Field(None, description="Directory of the JSONL episode log; null: no log.")
+    replica_cooldown_s: Positive = Field(
+        30.0, description="Seconds a replica that refused, timed out or answered 503/504 is skipped."
+    )
+    # A NAME, never the key itself, which would end up in logs and saved configs.
+    api_key_env: str | None = Field(
+        None,
+        description="Name of the environment variable holding the servers' API key; null: no key.",
+    )
+    ca_bundle: str | None = Field(
+        None, description="PEM bundle to verify https:// replicas; null: the system's CAs."
+    )
 
     @field_validator("api_key_env")
     @classmethod

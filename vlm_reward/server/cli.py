@@ -72,7 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import MODULE first so the backends it registers can be used (repeatable)",
     )
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="server log level (default: %(default)s)",
+    )
     _add_access_flags(p)
     _add_connection_flags(p)
     return p

@@ -25,8 +25,8 @@ class ServerConfig:
     max_batch_size: int = 8
     max_wait_ms: float = 20.0
     limits: RequestLimits = field(default_factory=RequestLimits)
-    # Access and admission (see vlm_reward.server.auth and the README's "On a shared cluster: keys,
-    # binding, TLS, metrics, drain, connection limits"):
+    # Access and admission (see vlm_reward.server.auth, docs/server/security.md and
+    # docs/server/operations.md):
     api_keys: Any = None  # an ApiKeys (its repr hides the keys), or None: no key needed
     metrics: bool = True  # GET /metrics and the counting behind it (--no-metrics: off)
     metrics_public: bool = False  # GET /metrics without a key

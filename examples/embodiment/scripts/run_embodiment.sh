@@ -46,7 +46,7 @@ if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
 fi
 
-# The repo root goes first so `rlinf.envs.libero.libero_env` is this fork's (see README).
+# The repo root goes first so `rlinf.envs.libero.libero_env` is this fork's (see docs/env/overlay.md).
 export PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-egl}"

@@ -3,7 +3,7 @@
 #
 #   bash examples/embodiment/scripts/start_reward_server.sh BACKEND MODEL_PATH [extra server flags...]
 #
-# BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (see README; old names work). Env: HOST (127.0.0.1),
+# BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (docs/server/backends.md; old names work). Env: HOST (127.0.0.1),
 # PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
 # PYTHON (default: picked by vlm_reward.tools.runtime: .venv's, or .venv-vllm's for a vLLM backend
 # when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600).

@@ -44,17 +44,19 @@ from vlm_reward.client.episode_record import Judgement, is_success
 
 logger = logging.getLogger(__name__)
 
-# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...).
-VLM_METRIC_KEYS = (
-    "vlm_scored",  # 1 once the current episode has been scored
-    "vlm_score",  # the score in [0, 1] (the fallback when the call failed)
-    "vlm_success",  # score >= success_threshold
-    "native_success",  # the simulator's success at any step of the episode
-    "vlm_native_agree",  # vlm_success == native_success
-    "vlm_fallback",  # 1 if the fallback score was used
-    "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
-    "vlm_failovers",  # reward-server replicas that failed before one answered
-)
+# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...), with what
+# each means (the docs' table of env metrics is rendered from this).
+VLM_METRICS: dict[str, str] = {
+    "vlm_scored": "1 once the episode has been scored",
+    "vlm_score": "the score in [0, 1] (the fallback when the call failed)",
+    "vlm_success": "`vlm_score >= success_threshold`",
+    "native_success": "the simulator reported success at some step of the episode",
+    "vlm_native_agree": "`vlm_success == native_success`",
+    "vlm_fallback": "1 if the fallback score was used",
+    "vlm_latency_s": "wall time of the call, frame sampling and MP4 encoding included",
+    "vlm_failovers": "reward-server replicas that failed before one answered (0 with one endpoint)",
+}
+VLM_METRIC_KEYS = tuple(VLM_METRICS)
 
 
 class SignalSettings(Protocol):
