@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +246,140 @@ def test_set_reward_model_keeps_enable_fixed(ctx: EnvCase) -> None:
         ctx.env.set_reward_model({**ctx.base.model_dump(), "nframes": 0})
     with pytest.raises(AttributeError):
         ctx.env.reward_model = ctx.base  # read-only: a silent half-change is impossible
+
+
+# ---- watching the judge: per-task rates, canaries, the guard ------------------------------
+#
+# The judge here answers by the instruction (the recording backend's ``answers``): a judge a
+# policy can fool, as whatever a clip shows, an instruction it says "yes" to gets a "yes". The
+# simulator's success is scripted (an idle robot never succeeds): ``native_success_at`` makes
+# the vector of LIBERO processes report success for the chosen envs from a given step on, as
+# LIBERO does once a task is done; everything else is the real env.
+
+SUCCESS_STEP = 2  # a scripted success ends its episode at step 2 (reset frame + 2 frames)
+
+
+@contextmanager
+def native_success_at(env: Any, envs: set[int], step: int = SUCCESS_STEP) -> Iterator[None]:
+    """LIBERO reports success for ``envs`` from their ``step``-th step on (resets' settling steps,
+    which pass env ids, are left alone)."""
+    sim_cls = type(env.env)  # RLinf's vector of LIBERO processes
+    original = sim_cls.step
+
+    def step_with_success(self: Any, actions: Any, *ids: Any) -> Any:
+        raw_obs, reward, terminations, infos = original(self, actions, *ids)
+        if not ids:
+            terminations = np.array(terminations)
+            for i in envs:
+                terminations[i] |= env.elapsed_steps[i] >= step
+        return raw_obs, reward, terminations, infos
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sim_cls, "step", step_with_success)
+        yield
+
+
+def task_state(env: Any, task: int) -> int:
+    """The reset-state id of ``task``'s first trial (RLinf's ids count the trials of each task)."""
+    return 0 if task == 0 else int(env.cumsum_trial_id_bins[task - 1])
+
+
+def play(ctx: EnvCase, tasks: tuple[int, int], succeed: set[int] = frozenset(), **settings: Any) -> dict:
+    """One episode per env on ``tasks``, with ``settings``; the envs in ``succeed`` succeed natively."""
+    ctx.configure(**settings)
+    ctx.env.reset(reset_state_ids=np.array([task_state(ctx.env, t) for t in tasks]))
+    with native_success_at(ctx.env, set(succeed)):
+        out = [ctx.env.chunk_step(idle_actions(NUM_ENVS, CHUNK)) for _ in range(CHUNKS)]
+    return {"rewards": torch.cat([o[1] for o in out], dim=1), "episode": out[-1][4][-1]["episode"]}
+
+
+def task_texts(env: Any, answers: dict[int, str]) -> dict[str, str]:
+    return {env.task_suite.get_task(task).language: answer for task, answer in answers.items()}
+
+
+def test_per_task_rates_and_canaries_against_a_fooled_judge(ctx: EnvCase) -> None:
+    # The judge says yes to task 0 and no to task 1; a health window of its own size starts empty.
+    watch = {
+        "backend_kwargs": {"answers": task_texts(ctx.env, {0: "0.9", 1: "0.2"})},
+        "health_window": 37,
+        "canary_rate": 1.0,
+        "canary_perturbations": ["reversed", "frozen", "clipped"],
+    }
+    jobs_before, lines_before = len(ctx.jobs()), len(ctx.log_lines())
+    play(ctx, (0, 1), succeed={0}, **watch)  # task 0: success judged a success; task 1: TN
+    first = play(ctx, (1, 0), succeed={1}, **watch)  # the same, envs swapped
+    metrics = first["episode"]
+    assert metrics["vlm_canary_false_positive_rate"][0] == 1.0, "both canaries of task 0 fooled it"
+    assert metrics["vlm_canaries"][0] == 2
+    # Task 0 fails (judged a success: FP), task 1 succeeds (judged a failure: FN, and its canary is
+    # judged a failure: the judge says no to task 1 whatever the clip).
+    last = play(ctx, (0, 1), succeed={1}, **watch)["episode"]
+    expected = {  # by hand: task 0 = TP, TP, FP; task 1 = TN, TN, FN
+        "vlm_false_positive_rate": 1 / 3,
+        "vlm_false_negative_rate": 1 / 3,
+        "vlm_false_positives": 1,
+        "vlm_false_negatives": 1,
+        "vlm_window_native_failures": 3,
+        "vlm_window_native_successes": 3,
+        "vlm_window_fallbacks": 0,
+        "vlm_canary_false_positive_rate": 2 / 3,
+        "vlm_canaries": 3,
+        "vlm_task_false_positive_rate/0": 1.0,
+        "vlm_task_false_negative_rate/0": 0.0,
+        "vlm_task_false_positive_rate/1": 0.0,
+        "vlm_task_false_negative_rate/1": 1.0,
+        "vlm_task_false_positive_rate/2": 0.0,  # the suite's other tasks: the tags exist from the start
+        "vlm_guard_tripped": 0.0,
+    }
+    for key, value in expected.items():
+        np.testing.assert_allclose(last[key].numpy(), [value] * NUM_ENVS, err_msg=key)
+    assert sum(key.startswith("vlm_task_false_positive_rate/") for key in last) == 10, "libero_10's ids"
+
+    lines = ctx.log_lines()[lines_before:]
+    canaries = [line for line in lines if "canary" in line]
+    assert [(c["canary"], c["task_id"], c["vlm_success"]) for c in canaries] == [
+        ("reversed", 0, True),
+        ("frozen", 0, True),
+        ("clipped", 1, False),
+    ]
+    assert all(c["native_success"] is False and c["used_for_training"] is False for c in canaries)
+    assert len(lines) - len(canaries) == 6, "one line per episode, one per canary"
+    # The server saw each canary as a clip of the success's frames: 3 (reset + 2 steps), or half.
+    frames = [job["frames"] for job in ctx.jobs()[jobs_before:]]
+    assert sorted(frames) == [1] + [SUCCESS_STEP + 1] * 5 + [MAX_STEPS + 1] * 3
+
+
+def test_the_guard_trips_at_its_point_and_the_rewards_after_it_are_native(
+    ctx: EnvCase, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A judge fooled on both tasks: every native failure is judged a success. With 2 native failures
+    # needed and a maximum of 0.5, the 2nd episode (env 1 of the first pair) trips the guard.
+    guard = {
+        "enable": True,
+        "action": "stop",
+        "max_false_positive_rate": 0.5,
+        "min_episodes": 2,
+        "window": 10,
+    }
+    settings = {"backend_kwargs": {"answers": task_texts(ctx.env, {0: "0.9", 1: "0.9"})}, "guard": guard}
+    lines_before = len(ctx.log_lines())
+    with caplog.at_level("WARNING", logger="vlm_reward.watch.judge_watch"):
+        first = play(ctx, (0, 1), **settings)
+        second = play(ctx, (1, 0), succeed={0}, **settings)
+    # Env 0's episode trained on the judge (5 at its end step); from env 1's on, the native reward.
+    expected = np.zeros((NUM_ENVS, CHUNK * CHUNKS))
+    expected[0, END_STEP] = COEF
+    np.testing.assert_allclose(first["rewards"].numpy(), expected, atol=1e-6)
+    native = np.zeros((NUM_ENVS, CHUNK * CHUNKS))
+    native[0, SUCCESS_STEP - 1] = COEF  # the scripted success: RLinf's native reward (relative)
+    np.testing.assert_allclose(second["rewards"].numpy(), native, atol=1e-6)
+    assert [line["used_for_training"] for line in ctx.log_lines()[lines_before:]] == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    np.testing.assert_array_equal(second["episode"]["vlm_guard_tripped"].numpy(), [1, 1])
+    [message] = [r.getMessage() for r in caplog.records if "reward guard tripped" in r.getMessage()]
+    assert "tripped after 2 judged episodes: false-positive rate 1.000 (2 of 2 native failures" in message
+    assert ctx.env.reward_guard_stop == message and "exit status 4" in message
