@@ -135,7 +135,8 @@ class LiberoEnv(_upstream.LiberoEnv):
 
         Call it between episodes: ``RuntimeError`` while a chunk is running or a score is
         pending. ``enable`` is fixed when the env is built (``ValueError``). The client is
-        rebuilt (endpoint, timeouts, pool) and the episode log reopened if its dir changed.
+        rebuilt (endpoint, timeouts, pool) and the episode log reopened if its dir changed; the
+        judge's watch keeps its windows, canary draws and guard where their settings did not change.
         """
         new = (
             reward_model
