@@ -124,7 +124,7 @@ def test_bad_self_test_flags_are_argparse_errors(flags: list[str], message: str)
     assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
 
 
-COIN_FLIP_MISJUDGED = None  # pinned below once the set is generated
+COIN_FLIP_MISJUDGED = 5  # of the default set's 10 cases, seed 0 (seeds 0-7 give 5, 5, 7, 6, 8, 5, 5, 2)
 TOLERANCES = [
     ("refused_beyond_the_tolerance", -1, "self_test_failed"),  # tolerance just below its error rate
     ("accepted_within_the_tolerance", 0, "ok"),  # tolerance at its error rate
