@@ -39,6 +39,7 @@ FALSE_POSITIVE_TAG = "env/vlm_false_positive_rate"
 FALSE_NEGATIVE_TAG = "env/vlm_false_negative_rate"
 CANARY_TAG = "env/vlm_canary_false_positive_rate"
 CANARY_COUNT_TAG = "env/vlm_canaries"
+SUCCESSES_TAG = "env/vlm_window_native_successes"  # the false-negative rate's denominator
 GUARD_TAG = "env/vlm_guard_tripped"
 TASK_TAG_PREFIX = f"env/{TASK_FALSE_POSITIVE_PREFIX}/"
 
@@ -58,7 +59,7 @@ class HealthCurves:
     """The judge's live health over training steps, as the env logged it."""
 
     false_positive: Series
-    false_negative: Series | None
+    false_negative: Series | None  # None when no native success was ever in the window
     canary_false_positive: Series | None  # None when no canary was judged
     per_task: dict[int, Series]  # task id -> false-positive rate, for tasks where it was ever > 0
     guard_tripped_at: int | None  # the first step with env/vlm_guard_tripped > 0
@@ -129,6 +130,8 @@ def health_curves(scalars: Mapping[str, Mapping[int, float]]) -> HealthCurves | 
         return None
     canaries = scalar_series(scalars, CANARY_COUNT_TAG)
     judged_canaries = canaries is not None and bool(canaries.y.max() > 0)
+    successes = scalar_series(scalars, SUCCESSES_TAG)  # absent: trust the rate as logged
+    no_success = successes is not None and not bool(successes.y.max() > 0)
     per_task = {
         int(tag[len(TASK_TAG_PREFIX) :]): series
         for tag in sorted(scalars)
@@ -139,7 +142,7 @@ def health_curves(scalars: Mapping[str, Mapping[int, float]]) -> HealthCurves | 
     tripped = None if guard is None or not (guard.y > 0).any() else int(guard.x[np.argmax(guard.y > 0)])
     return HealthCurves(
         false_positive,
-        scalar_series(scalars, FALSE_NEGATIVE_TAG),
+        None if no_success else scalar_series(scalars, FALSE_NEGATIVE_TAG),
         scalar_series(scalars, CANARY_TAG) if judged_canaries else None,
         dict(sorted(per_task.items())),
         tripped,

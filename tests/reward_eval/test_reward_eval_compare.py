@@ -143,12 +143,14 @@ def test_the_judges_live_health_is_drawn_and_tabled(tmp_path: Path) -> None:
     _assert_png_with_content(tmp_path / "out" / "compare.png")
 
 
-def test_a_run_without_canaries_or_a_guard_shows_neither() -> None:
+def test_a_run_without_canaries_a_guard_or_native_successes_shows_none_of_them() -> None:
     scalars = {tag: dict(enumerate(values)) for tag, values in HACKED.items()}
     scalars["env/vlm_canaries"] = dict.fromkeys(range(5), 0.0)
+    scalars["env/vlm_window_native_successes"] = dict.fromkeys(range(5), 0.0)  # no rate to draw
     del scalars["env/vlm_guard_tripped"]
     health = training_runs.health_curves(scalars)
     assert health.canary_false_positive is None and health.guard_tripped_at is None
+    assert health.false_negative is None
     assert training_runs.health_curves({"env/success_once": {0: 0.1}}) is None
 
 

@@ -185,7 +185,7 @@ class JudgeWatch:
             self._act(event, step)
 
     def _act(self, event: GuardEvent, step: int) -> None:
-        message = f"{event.describe(self.cfg.guard)} At env step {step}; {self._rates()}."
+        message = f"{event.describe(self.cfg.guard)} At env step {step}. {self._rates()}."
         if event.kind == "cleared":
             logger.warning(message)
             return
@@ -195,11 +195,17 @@ class JudgeWatch:
             self.stop_request = message
 
     def _rates(self) -> str:
-        overall = self.health.overall
+        """The health window's rates, for the guard's message."""
+        overall, canaries = self.health.overall, self.health.canaries
         parts = [
-            f"the health window's false-positive rate {overall.false_positive_rate or 0.0:.3f}, "
-            f"false-negative rate {overall.false_negative_rate or 0.0:.3f}"
+            f"Health window (last {len(overall)} judged episodes): false-positive rate "
+            f"{_rate_text(overall.false_positive_rate)}, false-negative rate "
+            f"{_rate_text(overall.false_negative_rate)}"
         ]
-        if len(self.health.canaries):
-            parts.append(f"canary false-positive rate {self.health.canaries.false_positive_rate:.3f}")
+        if len(canaries):
+            parts.append(f"canary false-positive rate {_rate_text(canaries.false_positive_rate)}")
         return ", ".join(parts)
+
+
+def _rate_text(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{rate:.3f}"

@@ -10,6 +10,7 @@ misjudges :data:`COIN_FLIP_MISJUDGED` cases (pinned; regenerating the set change
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ from vlm_reward.server.self_test import (
     load_self_test,
     write_manifest,
 )
-from vlm_reward.tools.server_process import load_failure
+from vlm_reward.tools.server_process import free_port, load_failure
 from vlm_reward.video_io import encode_mp4
 
 
@@ -159,3 +160,23 @@ def test_the_server_refuses_a_random_judge_beyond_the_tolerance(
     message = done.json()["error"]["message"]
     assert message.startswith(f"backend 'coin_flip' failed its {summary}") and "scored" in message
     assert load_failure(done) == message, "launchers stop waiting for a server that will never serve"
+
+
+@pytest.mark.slow
+def test_start_reward_server_sh_reports_a_failed_self_test_and_exits(tmp_path: Path) -> None:
+    """A judge that says yes to everything misjudges the 6 failures of the default set."""
+    script = REPO / "examples" / "embodiment" / "scripts" / "start_reward_server.sh"
+    env = {**os.environ, "PORT": str(free_port()), "LOG_FILE": str(tmp_path / "server.log"), "WAIT_S": "120"}
+    flags = ["--plugin", "tests.support.fake_backends", "--video-root", str(tmp_path), "--self-test"]
+    flags += ["--backend-kwargs", json.dumps({"answer": "<answer>0.9</answer>"})]
+    result = subprocess.run(
+        ["bash", str(script), "fixed_score", "m", *flags],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "[reward-server] backend 'fixed_score' failed its self-test: misjudged 6 of 10" in result.stderr

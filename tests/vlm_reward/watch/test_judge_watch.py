@@ -47,7 +47,8 @@ def test_the_guard_decides_from_which_episode_on_the_judge_is_trusted(
     assert w.metrics()["vlm_guard_tripped"] == 1.0
     [message] = [r.getMessage() for r in caplog.records]
     assert message.startswith("reward guard tripped after 2 judged episodes: false-positive rate 1.000")
-    assert "At env step 10;" in message and f"Action {action}:" in message
+    assert "At env step 10. Health window (last 2 judged episodes): false-positive rate 1.000, " in message
+    assert "false-negative rate n/a." in message and f"Action {action}:" in message
     assert (w.stop_request == message) == (action == "stop") and (w.stop_request is None) == (
         action != "stop"
     )
