@@ -54,6 +54,13 @@ def _env_metrics() -> str:
     return env_metrics_table(VLM_METRICS)
 
 
+def _judge_health_metrics() -> str:
+    from docgen.metrics_table import env_metrics_table
+    from vlm_reward.watch.judge_watch import WATCH_METRICS
+
+    return env_metrics_table(WATCH_METRICS)
+
+
 def _cli(*names: str) -> Callable[[], str]:
     def render() -> str:
         from docgen.cli_reference import command_reference
@@ -85,6 +92,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "http-api": _http_api,
     "prometheus-metrics": _prometheus_metrics,
     "env-metrics": _env_metrics,
+    "judge-health-metrics": _judge_health_metrics,
     "cli-server": _cli("python -m vlm_reward.libero_reward_server"),
     "cli-reward-eval": _reward_eval_cli,
     "cli-tools": _cli("python -m vlm_reward.tools.tiny_checkpoint"),

@@ -11,6 +11,10 @@ With ``cpu_smoke.enable`` in the config (``run_embodiment.sh --cpu-smoke``, see
 ``config/cpu_smoke/tiny.yaml``) the same pipeline runs on CPU as a wiring check, supervised by
 ``cpu_smoke.SmokeGuard`` (hook check, dead-worker watchdog, hard timeout) and with an actor that
 records its GRPO batches. Without it, nothing of that is imported or run.
+
+With a reward guard that may stop the run (``env.train.reward_model.guard.action: stop``), the
+env workers and the runner are the ones of :mod:`examples.embodiment.guard_stop`: a stop ends
+the run after its checkpoint with a message and exit status 4 (``GUARD_STOP_EXIT_STATUS``).
 """
 
 from __future__ import annotations
@@ -72,11 +76,32 @@ def describe_ray_cluster() -> str:
         return f"Ray cluster: could not be described ({type(exc).__name__}: {exc})"
 
 
+def env_worker_cls(cfg: DictConfig) -> type:
+    """RLinf's env worker, or the one that reports the reward guard's stop requests."""
+    from examples.embodiment.guard_stop import GuardedEnvWorker, stops_on_guard
+
+    if stops_on_guard(cfg):
+        return GuardedEnvWorker
+    from rlinf.workers.env.env_worker import EnvWorker
+
+    return EnvWorker
+
+
+def runner_cls(cfg: DictConfig) -> type:
+    """RLinf's runner, or the one that stops the run when the reward guard asks."""
+    from examples.embodiment.guard_stop import GuardedRunner, stops_on_guard
+
+    if stops_on_guard(cfg):
+        return GuardedRunner
+    from rlinf.runners.embodied_runner import EmbodiedRunner
+
+    return EmbodiedRunner
+
+
 def launch_groups(cfg: DictConfig) -> dict[str, Any]:
     """Start the Ray cluster and the actor, rollout and env worker groups."""
     from rlinf.scheduler import Cluster
     from rlinf.utils.placement import HybridComponentPlacement
-    from rlinf.workers.env.env_worker import EnvWorker
     from rlinf.workers.rollout.hf.huggingface_worker import MultiStepRolloutWorker
 
     cluster = Cluster(cluster_cfg=cfg.cluster, distributed_log_dir=cfg.runner.per_worker_log_path)
@@ -84,7 +109,7 @@ def launch_groups(cfg: DictConfig) -> dict[str, Any]:
     groups = {
         "actor": (actor_worker_cls(cfg), cfg.actor.group_name),
         "rollout": (MultiStepRolloutWorker, cfg.rollout.group_name),
-        "env": (EnvWorker, cfg.env.group_name),
+        "env": (env_worker_cls(cfg), cfg.env.group_name),
     }
     return {
         role: worker.create_group(cfg).launch(
@@ -112,10 +137,24 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     return guard.start()
 
 
+def run_training(runner: Any, smoke_guard: Any) -> None:
+    """``runner.run()``; a reward-guard stop closes the loggers, says why and exits with its status."""
+    from examples.embodiment.guard_stop import RewardGuardStop
+    from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS
+
+    try:
+        runner.run()
+    except RewardGuardStop as stop:
+        runner.finish()
+        if smoke_guard is not None:
+            smoke_guard.stand_down(f"the reward guard stopped the run (exit status {GUARD_STOP_EXIT_STATUS})")
+        print(stop.report(), file=sys.stderr, flush=True)
+        sys.exit(GUARD_STOP_EXIT_STATUS)
+
+
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")
 def main(cfg: DictConfig) -> None:
     from rlinf.config import validate_cfg
-    from rlinf.runners.embodied_runner import EmbodiedRunner
 
     guard = start_smoke_guard(cfg)  # before Ray starts: its watchdog also covers a hung start
     cfg = validate_cfg(cfg)  # starts or joins the Ray cluster (RLinf's Cluster)
@@ -125,11 +164,11 @@ def main(cfg: DictConfig) -> None:
         guard.expect_workers(cfg)
     groups = launch_groups(cfg)
     # The VLM reward is computed inside the env workers, so RLinf's reward worker stays off.
-    runner = EmbodiedRunner(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
+    runner = runner_cls(cfg)(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
     runner.init_workers()
     if guard is not None:
         guard.check_hooks()
-    runner.run()
+    run_training(runner, guard)
     if guard is not None:
         guard.finish(cfg)
 

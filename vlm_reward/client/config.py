@@ -4,7 +4,8 @@ A typed model: every key of the block is one field below, with its type and rang
 misspelled or unknown key, a value of the wrong type (``nframes: true``, ``timeout: "120"``)
 or out of range raises ``ValueError``/``TypeError`` whose message names the key and the
 value, so a typo never silently falls back to a default. Ints are accepted where floats
-are expected; nothing else is coerced.
+are expected; nothing else is coerced. The nested ``guard`` block is checked the same way,
+and its errors name the full key (``reward_model.guard.window``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from vlm_reward.perturbations import perturbation_names
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
 
 Positive = Annotated[float, Field(gt=0)]
@@ -24,12 +26,71 @@ UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Pydantic's error types that mean "wrong type" (TypeError) rather than "bad value" (ValueError).
 _TYPE_ERRORS = ("_type", "is_instance_of")
+_STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+GuardAction = Literal["warn", "native", "stop"]
+# How a run that the guard stopped ends (the training entry point exits with it after the checkpoint).
+GUARD_STOP_EXIT_STATUS = 4
+DEFAULT_CANARY_PERTURBATIONS = ("reversed", "frozen", "clipped")
+
+
+class RewardGuardConfig(BaseModel):
+    """``reward_model.guard``: what to do when the judge's live false-positive rate is too high.
+
+    The rate is judged success on native failure, over the native failures among the last
+    ``window`` judged episodes that trained on the judge (fallbacks never count; canaries
+    when ``count_canaries``). The decision is :class:`vlm_reward.watch.guard.RewardGuard`'s.
+    """
+
+    model_config = _STRICT
+
+    enable: bool = Field(False, description="Watch the judge's false-positive rate during training and act.")
+    action: GuardAction = Field(
+        "warn",
+        description="warn: log it; native: train on the native reward from then on; "
+        f"stop: end the run after a checkpoint (exit status {GUARD_STOP_EXIT_STATUS}).",
+    )
+    max_false_positive_rate: UnitInterval = Field(
+        0.2, description="The guard acts when the window's false-positive rate is above this."
+    )
+    clear_false_positive_rate: UnitInterval | None = Field(
+        None,
+        description="warn only: warn again only after the rate fell to this or below "
+        "(hysteresis); null: half of max_false_positive_rate.",
+    )
+    min_episodes: PositiveInt = Field(
+        20, description="Native failures the window must hold before the guard may act (small samples)."
+    )
+    window: PositiveInt = Field(100, description="Judged episodes in the guard's rolling window.")
+    count_canaries: bool = Field(False, description="Canaries count toward the guard as native failures.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RewardGuardConfig:
+        if self.min_episodes > self.window:
+            raise ValueError(
+                f"min_episodes ({self.min_episodes}) must be at most window ({self.window}): the window "
+                "could never hold that many native failures, so the guard could never act"
+            )
+        if self.clear_false_positive_rate is not None and (
+            self.clear_false_positive_rate > self.max_false_positive_rate
+        ):
+            raise ValueError(
+                f"clear_false_positive_rate ({self.clear_false_positive_rate}) must be at most "
+                f"max_false_positive_rate ({self.max_false_positive_rate})"
+            )
+        return self
+
+    @property
+    def clear_rate(self) -> float:
+        """The rate at or below which a ``warn`` guard re-arms."""
+        if self.clear_false_positive_rate is None:
+            return self.max_false_positive_rate / 2
+        return self.clear_false_positive_rate
 
 
 class RewardModelConfig(BaseModel):
     """Settings of the VLM reward path; defaults match the user's design."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = _STRICT
 
     enable: bool = Field(
         False, description="Score episodes with the VLM; False: RLinf's LiberoEnv unchanged."
@@ -101,6 +162,32 @@ class RewardModelConfig(BaseModel):
     ca_bundle: str | None = Field(
         None, description="PEM bundle to verify https:// replicas; null: the system's CAs."
     )
+    # Watching the judge while the policy trains (vlm_reward.watch):
+    health_window: PositiveInt = Field(
+        100, description="Judged episodes per rolling window of the live false-positive/negative metrics."
+    )
+    canary_rate: UnitInterval = Field(
+        0.0, description="Fraction of native successes also judged as a counterfactual canary; 0: off."
+    )
+    canary_perturbations: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CANARY_PERTURBATIONS),
+        description="Which counterfactuals canaries are, taken in turn (vlm_reward.perturbations).",
+    )
+    canary_max_per_chunk: PositiveInt = Field(2, description="Canaries started per chunk_step at most.")
+    guard: RewardGuardConfig = Field(
+        default_factory=RewardGuardConfig, description="Act when the judge's false-positive rate is too high."
+    )
+
+    @field_validator("canary_perturbations")
+    @classmethod
+    def _registered(cls, names: list[str]) -> list[str]:
+        valid = perturbation_names()
+        unknown = [name for name in names if name not in valid]
+        if unknown or not names:
+            raise ValueError(f"must name perturbations among {', '.join(valid)}; {unknown or 'none'} given")
+        if len(set(names)) != len(names):
+            raise ValueError("names a perturbation twice")
+        return names
 
     @field_validator("api_key_env")
     @classmethod
@@ -168,18 +255,37 @@ def _readable(exc: ValidationError, values: Mapping[str, Any]) -> TypeError | Va
     problems: dict[str, list[str]] = {}  # key -> messages (a union type gives one per member)
     sentences = []
     for err in errors:
-        key = ".".join(str(part) for part in err["loc"][:1])
+        path = _key_path(err["loc"])
+        key = ".".join(path)
         if err["type"] == "extra_forbidden":
-            valid = ", ".join(RewardModelConfig.model_fields)
+            model = RewardGuardConfig if len(path) > 1 else RewardModelConfig
+            valid = ", ".join(model.model_fields)
             sentences.append(f"unknown key reward_model.{key}; valid keys: {valid}.")
             continue
         message = err["msg"].removeprefix("Value error, ")
         problems.setdefault(key, []).append(f"{message[0].lower()}{message[1:]}")
     for key, messages in problems.items():
-        sentences.append(f"reward_model.{key}: {' or '.join(messages)}, got {values.get(key)!r}.")
+        got = _lookup(values, key.split("."))
+        sentences.append(f"reward_model.{key}: {' or '.join(messages)}, got {got!r}.")
     first = errors[0]["type"]
     kind = TypeError if any(marker in first for marker in _TYPE_ERRORS) else ValueError
     return kind(" ".join(sentences))
+
+
+def _key_path(loc: tuple[Any, ...]) -> tuple[str, ...]:
+    """The YAML key of an error's location: ``guard.window`` inside the nested block, else the
+    top-level key alone (a union's location goes on with the member's type, not a key)."""
+    if len(loc) > 1 and loc[0] == "guard":
+        return ("guard", str(loc[1]))
+    return (str(loc[0]),)
+
+
+def _lookup(values: Mapping[str, Any], path: list[str]) -> Any:
+    for part in path:
+        if not isinstance(values, Mapping):
+            return None
+        values = values.get(part)
+    return values
 
 
 def _to_plain_dict(block: Mapping[str, Any]) -> dict[str, Any]:

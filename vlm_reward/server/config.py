@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlm_reward.server.limits import RequestLimits
+from vlm_reward.server.self_test import SelfTestSettings
 
 # The JSON around a video (task text, kwargs) is small; 1 MiB of slack on top of the
 # base64-inflated video limit keeps the body limit from rejecting what the video limit allows.
@@ -32,6 +33,7 @@ class ServerConfig:
     metrics_public: bool = False  # GET /metrics without a key
     max_inflight_mb: float | None = 64.0  # request bodies in memory at once; None: unbounded
     body_timeout_s: float | None = 60.0  # deadline for a request's whole body; None: none
+    self_test: SelfTestSettings | None = None  # --self-test: labelled episodes judged before serving
 
     @property
     def max_body_bytes(self) -> int:

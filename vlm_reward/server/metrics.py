@@ -34,7 +34,7 @@ ROUTES = ("/score", "/health", "/backends", "/metrics")
 OTHER = "other"
 NO_BACKEND = "-"
 NO_ERROR = "none"
-BACKEND_STATES = ("loading", "ready", "failed")
+BACKEND_STATES = ("loading", "self_testing", "ready", "failed", "self_test_failed")
 # Seconds: a probability judgement takes tens of milliseconds, a PRIMO-R1 reasoning minutes.
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _ERROR_BODY_CAP = 8192  # an error body is small JSON; never buffer a large response

@@ -96,7 +96,11 @@ printf '%q ' "${CMD[@]}" > "$LOG_FILE"
 echo >> "$LOG_FILE"
 status=0
 "${TIMEOUT[@]}" "${CMD[@]}" 2>&1 | tee -a "$LOG_FILE" || status=$?
-if [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
+# 4: env.train.reward_model.guard (action stop) ended the run after its checkpoint, on purpose
+# (vlm_reward.client.config.GUARD_STOP_EXIT_STATUS).
+if [ "$status" -eq 4 ]; then
+  echo "[run_embodiment] the reward guard stopped the run (exit status 4); see [reward guard] above." | tee -a "$LOG_FILE" >&2
+elif [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
   reason="exit status $status"
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then reason="timed out"; fi
   echo "[run_embodiment] --cpu-smoke FAILED ($reason); the first error is in $LOG_FILE" | tee -a "$LOG_FILE" >&2

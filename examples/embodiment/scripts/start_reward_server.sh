@@ -47,13 +47,14 @@ while true; do
     tail -n 20 "$LOG_FILE" >&2
     exit 1
   fi
-  # Prints the /health status; for a backend that failed to load (it never will), also its reason.
+  # Prints the /health status; for a backend that will never serve (it failed to load, or failed
+  # its --self-test: vlm_reward.tools.server_process.NEVER_READY), also the reason.
   status="$("$PYTHON" -c 'import json, sys, urllib.request, urllib.error
 try:
     print(urllib.request.urlopen(sys.argv[1], timeout=5).status)
 except urllib.error.HTTPError as e:
     error = json.loads(e.read() or b"{}").get("error", {}) if e.code == 503 else {}
-    print(e.code, error["message"] if error.get("type") == "backend_load_failed" else "")
+    print(e.code, error["message"] if error.get("type") in ("backend_load_failed", "self_test_failed") else "")
 except Exception:
     print(0)' "http://$HOST:$PORT/health" 2>/dev/null || echo 0)"
   if [ "$status" = "200" ]; then break; fi
