@@ -8,6 +8,13 @@ window, one with ``--max-wait-ms 0``. The episode is N real LIBERO frames (the r
 of the warm-up steps, repeated). The round trip includes the server's own work (it
 decodes the video to validate it), which runs on the same CPUs.
 
+Canaries (issue 33): a native success drawn as a canary costs the env's main thread the
+counterfactual's construction (sample 16 of N frames, perturb: ``canary_counterfactual``), and
+the client one more ``score`` of it, which runs on the client's threads while the chunk goes
+on. Both are timed here beside the step: ``canary_build`` alone, and build + ``score`` of the
+reversed clip. Per episode, multiply by ``canary_rate``, at most ``canary_max_per_chunk``
+per chunk. Report only.
+
 Target: ``score`` under 20% of one env step, per repetition, median.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_episode_end_cost.py [--repeats 40] [--frames 512]
@@ -39,6 +46,7 @@ from benchmarks.harness import (
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.scoring import FinishedEpisode, RewardClient, sample_frame_indices
 from vlm_reward.video_io import encode_mp4
+from vlm_reward.watch.canaries import canary_counterfactual
 
 TARGET = 0.20
 WARMUP_STEPS = 8  # their renders become the episode's frames
@@ -74,6 +82,19 @@ def _encode_only(frames: list[np.ndarray], nframes: int, path: str) -> float:
     return seconds
 
 
+def _canary(frames: list[np.ndarray], task: str) -> FinishedEpisode:
+    """What the env builds for a canary of the episode: its 16 sent frames, played backwards."""
+    made = canary_counterfactual(frames, task, "reversed", 16)
+    return FinishedEpisode(made.task_text, list(made.frames), native_success=False)
+
+
+def _canary_score(client: RewardClient, frames: list[np.ndarray], task: str) -> float:
+    """Build the canary, then score it: the seconds of both."""
+    built: list[FinishedEpisode] = []
+    seconds = timed(lambda: built.append(_canary(frames, task)))
+    return seconds + _score(client, built[0])
+
+
 def run(args: argparse.Namespace, tmp: Path) -> None:
     servers = {
         "default": RewardServer(
@@ -100,6 +121,8 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
                     "encode": lambda: _encode_only(frames, 16, str(tmp / "encode_only.mp4")),
                     "score_default": lambda: _score(clients["default"], episode),
                     "score_wait0": lambda: _score(clients["wait0"], episode),
+                    "canary_build": lambda: timed(lambda: _canary(frames, episode.task_text)),
+                    "canary_score": lambda: _canary_score(clients["default"], frames, episode.task_text),
                 },
                 repeats=args.repeats,
             )
@@ -124,6 +147,20 @@ def report(samples: dict[str, list[float]], args: argparse.Namespace) -> None:
             Row("score(), server --max-wait-ms 0", Stats.of(samples["score_wait0"]), "ms", 1e3),
             Row("score() / env step, default server", Stats.of(share_default), "%", 100),
             Row("score() / env step, --max-wait-ms 0", Stats.of(share_wait0), "%", 100),
+            Row("canary: build (main thread)", Stats.of(samples["canary_build"]), "ms", 1e3),
+            Row("canary: build + score(), default server", Stats.of(samples["canary_score"]), "ms", 1e3),
+            Row(
+                "canary build / env step",
+                Stats.of(ratios(samples["canary_build"], samples["step"])),
+                "%",
+                100,
+            ),
+            Row(
+                "canary build + score() / env step",
+                Stats.of(ratios(samples["canary_score"], samples["step"])),
+                "%",
+                100,
+            ),
         ],
     )
     median = Stats.of(share_default).median

@@ -10,7 +10,7 @@
 # Nothing prompts and nothing downloads model weights. Override with:
 #   VENV=/path/to/venv   VLLM_VENV=/path/to/vllm-venv   PYTHON=python3.11
 #   SETUP_FORCE=1 (reinstall everything)   SETUP_VLLM=0 (leave the vLLM venv alone, e.g. on a
-#   GPU box whose .venv-vllm holds the ordinary vllm; see README)
+#   GPU box whose .venv-vllm holds the ordinary vllm; see docs/server/backends.md)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

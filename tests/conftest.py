@@ -1,12 +1,11 @@
 """Shared fixtures (the tiny offline Qwen2.5-VL and Qwen3-VL checkpoints, a small rendered MP4) and
-how the suite is spread over two processes.
+the suite's two parts.
 
-``scripts/test.sh`` runs pytest with two xdist workers (``--dist loadgroup``). Every test gets a
-group: the heavy ones (the LIBERO simulator, the vLLM engine, training runs: marked ``libero`` or
-``vllm``, or using a session's LIBERO run) all share one, so they run one at a time on one worker,
-as the machine's memory needs, and share their session fixtures; every other test is grouped by
-its module, so a module's fixtures (a server, an env) start once. The light modules fill the other
-worker meanwhile.
+The heavy tests (the LIBERO simulator, the vLLM engine, training runs: marked ``libero`` or
+``vllm``, or using a session's LIBERO run) need most of the machine's memory and must run one at
+a time; every other test is light. ``--part heavy`` or ``--part light`` keeps only one part, so
+``scripts/test.sh`` runs the light part in a second process beside the heavy one (``--part all``,
+the default, runs everything here).
 """
 
 from __future__ import annotations
@@ -14,18 +13,40 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-HEAVY_GROUP = "heavy"
+PARTS = ("all", "heavy", "light")
 HEAVY_MARKERS = ("libero", "vllm")
 HEAVY_FIXTURES = frozenset({"reward_eval_run", "expert_run"})  # a LIBERO run each, once a session
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--part",
+        choices=PARTS,
+        default="all",
+        help="run only the heavy tests (LIBERO, vLLM, training), only the others, or all (default)",
+    )
+
+
+def is_heavy(item: pytest.Item) -> bool:
+    """Whether ``item`` runs the simulator, the vLLM engine or a training run (see the docstring)."""
+    if any(item.get_closest_marker(name) for name in HEAVY_MARKERS):
+        return True
+    return bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every test its xdist group (see the module docstring)."""
+    """Deselect the tests outside ``--part``."""
+    part = config.getoption("part")
+    if part == "all":
+        return
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
     for item in items:
-        heavy = any(item.get_closest_marker(name) for name in HEAVY_MARKERS)
-        heavy = heavy or bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
-        group = HEAVY_GROUP if heavy else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+        (kept if is_heavy(item) == (part == "heavy") else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

@@ -21,10 +21,14 @@ _TYPE_ERRORS = ("_type", "is_instance_of")
 Block = TypeVar("Block", bound="ConfigBlock")
 
 
-class ConfigBlock(BaseModel):
-    """Base of a typed config block: strict, frozen, no unknown keys, readable errors."""
+STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+class ConfigBlock(BaseModel):
+    """Base of a typed config block: strict, frozen, no unknown keys, readable errors. A field
+    typed as another (strict) model is a nested block: its errors name ``<block>.<field>.<key>``."""
+
+    model_config = STRICT
 
     block_name: ClassVar[str] = "config"  # how errors name the block: ``<block_name>.<key>``
 
@@ -32,7 +36,7 @@ class ConfigBlock(BaseModel):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise readable_error(exc, values, self.block_name, list(type(self).model_fields)) from None
+            raise readable_error(exc, values, self.block_name, type(self)) from None
 
     @classmethod
     def from_mapping(cls: type[Block], block: Mapping[str, Any] | None) -> Block:
@@ -45,26 +49,48 @@ class ConfigBlock(BaseModel):
 
 
 def readable_error(
-    exc: ValidationError, values: Mapping[str, Any], block: str, fields: list[str]
+    exc: ValidationError, values: Mapping[str, Any], block: str, model: type[BaseModel]
 ) -> TypeError | ValueError:
-    """One sentence per bad key of ``block``; ``TypeError`` if the first problem is a wrong type."""
+    """One sentence per bad key of ``block`` (``model``'s fields); ``TypeError`` if the first
+    problem is a wrong type."""
     errors = exc.errors()
-    problems: dict[str, list[str]] = {}  # key -> messages (a union type gives one per member)
+    problems: dict[tuple[str, ...], list[str]] = {}  # key path -> messages (a union gives one per member)
     sentences = []
     for err in errors:
-        key = ".".join(str(part) for part in err["loc"][:1])
+        path, owner = _key_path(err["loc"], model)
         if err["type"] == "extra_forbidden":
-            sentences.append(f"unknown key {block}.{key}; valid keys: {', '.join(fields)}.")
+            valid = ", ".join(owner.model_fields)
+            sentences.append(f"unknown key {'.'.join((block, *path))}; valid keys: {valid}.")
             continue
         message = err["msg"].removeprefix("Value error, ")
-        problems.setdefault(key, []).append(f"{message[0].lower()}{message[1:]}")
-    for key, messages in problems.items():
-        where = f"{block}.{key}" if key else block  # a check of the whole block has no key
-        got = f", got {values.get(key)!r}" if key else ""
-        sentences.append(f"{where}: {' or '.join(messages)}{got}.")
+        problems.setdefault(path, []).append(f"{message[0].lower()}{message[1:]}")
+    for path, messages in problems.items():
+        got = f", got {_lookup(values, path)!r}" if path else ""  # a check of the whole block has no key
+        sentences.append(f"{'.'.join((block, *path))}: {' or '.join(messages)}{got}.")
     first = errors[0]["type"]
     kind = TypeError if any(marker in first for marker in _TYPE_ERRORS) else ValueError
     return kind(" ".join(sentences))
+
+
+def _key_path(loc: tuple[Any, ...], model: type[BaseModel]) -> tuple[tuple[str, ...], type[BaseModel]]:
+    """The YAML keys of an error's location and the model that owns the last one: a key inside a
+    nested block, else the top-level key alone (a union's location goes on with the member's
+    type, not a key)."""
+    if not loc:
+        return (), model
+    field = model.model_fields.get(str(loc[0]))
+    nested = field.annotation if field is not None else None
+    if len(loc) > 1 and isinstance(nested, type) and issubclass(nested, BaseModel):
+        return (str(loc[0]), str(loc[1])), nested
+    return (str(loc[0]),), model
+
+
+def _lookup(values: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(values, Mapping):
+            return None
+        values = values.get(part)
+    return values
 
 
 def to_plain_dict(block: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,10 @@ status  type                    when
 503     backend_not_loaded      backend registered, but this server was not started with it
 503     backend_loading         the backend is still loading (``/health`` turns 200 when done)
 503     backend_load_failed     the backend failed to load; the message has the reason
+503     self_testing            the backend loaded and is scoring its self-test (``--self-test``);
+                                ``/health`` turns 200 when it passes
+503     self_test_failed        the judge misjudged more of its self-test than
+                                ``--self-test-tolerance``; the message names the cases (for good)
 503     shutting_down           the server is draining (SIGTERM/SIGINT): new requests get this
                                 at once, with ``Retry-After``; jobs still unfinished when
                                 ``--drain-timeout`` ends get it too
@@ -139,6 +143,14 @@ class BackendLoadingError(BackendNotLoadedError):
 
 class BackendLoadFailedError(BackendNotLoadedError):
     error_type = "backend_load_failed"
+
+
+class SelfTestingError(BackendNotLoadedError):
+    error_type = "self_testing"
+
+
+class SelfTestFailedError(BackendNotLoadedError):
+    error_type = "self_test_failed"
 
 
 class ServerShuttingDownError(BackendNotLoadedError):

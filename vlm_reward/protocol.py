@@ -78,6 +78,8 @@ ERROR_STATUS: dict[str, int] = {
     "backend_not_loaded": 503,
     "backend_loading": 503,
     "backend_load_failed": 503,
+    "self_testing": 503,
+    "self_test_failed": 503,
     "shutting_down": 503,
     "server_busy": 503,
 }
@@ -179,4 +181,6 @@ class BackendsResponse(BaseModel):
     backends: list[str] = Field(description="Registered canonical names.")
     aliases: dict[str, list[str]] = Field(description="Canonical name -> its aliases.")
     loaded: list[str] = Field(description="Backends loaded and ready in this server.")
-    states: dict[str, str] = Field(description="Backend this server hosts -> loading/ready/failed.")
+    states: dict[str, str] = Field(
+        description="Backend this server hosts -> loading/self_testing/ready/failed/self_test_failed."
+    )

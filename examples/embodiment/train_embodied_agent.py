@@ -14,6 +14,10 @@ records its GRPO batches. Without it, nothing of that is imported or run.
 
 With ``reward_server.enable`` the run starts its judges on its own Ray cluster before the workers
 and stops them when it ends (``judge_replicas.py``); without it, nothing of that runs either.
+
+With a reward guard that may stop the run (``env.train.reward_model.guard.action: stop``), the
+env workers and the runner are the ones of :mod:`examples.embodiment.guard_stop`: a stop ends
+the run after its checkpoint with a message and exit status 4 (``GUARD_STOP_EXIT_STATUS``).
 """
 
 from __future__ import annotations
@@ -75,11 +79,32 @@ def describe_ray_cluster() -> str:
         return f"Ray cluster: could not be described ({type(exc).__name__}: {exc})"
 
 
+def env_worker_cls(cfg: DictConfig) -> type:
+    """RLinf's env worker, or the one that reports the reward guard's stop requests."""
+    from examples.embodiment.guard_stop import GuardedEnvWorker, stops_on_guard
+
+    if stops_on_guard(cfg):
+        return GuardedEnvWorker
+    from rlinf.workers.env.env_worker import EnvWorker
+
+    return EnvWorker
+
+
+def runner_cls(cfg: DictConfig) -> type:
+    """RLinf's runner, or the one that stops the run when the reward guard asks."""
+    from examples.embodiment.guard_stop import GuardedRunner, stops_on_guard
+
+    if stops_on_guard(cfg):
+        return GuardedRunner
+    from rlinf.runners.embodied_runner import EmbodiedRunner
+
+    return EmbodiedRunner
+
+
 def launch_groups(cfg: DictConfig) -> dict[str, Any]:
     """Start the Ray cluster and the actor, rollout and env worker groups."""
     from rlinf.scheduler import Cluster
     from rlinf.utils.placement import HybridComponentPlacement
-    from rlinf.workers.env.env_worker import EnvWorker
     from rlinf.workers.rollout.hf.huggingface_worker import MultiStepRolloutWorker
 
     cluster = Cluster(cluster_cfg=cfg.cluster, distributed_log_dir=cfg.runner.per_worker_log_path)
@@ -87,7 +112,7 @@ def launch_groups(cfg: DictConfig) -> dict[str, Any]:
     groups = {
         "actor": (actor_worker_cls(cfg), cfg.actor.group_name),
         "rollout": (MultiStepRolloutWorker, cfg.rollout.group_name),
-        "env": (EnvWorker, cfg.env.group_name),
+        "env": (env_worker_cls(cfg), cfg.env.group_name),
     }
     return {
         role: worker.create_group(cfg).launch(
@@ -115,13 +140,26 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     return guard.start()
 
 
+def run_training(runner: Any, smoke_guard: Any) -> None:
+    """``runner.run()``; a reward-guard stop closes the loggers, says why and exits with its status."""
+    from examples.embodiment.guard_stop import RewardGuardStop
+    from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS
+
+    try:
+        runner.run()
+    except RewardGuardStop as stop:
+        runner.finish()
+        if smoke_guard is not None:
+            smoke_guard.stand_down(f"the reward guard stopped the run (exit status {GUARD_STOP_EXIT_STATUS})")
+        print(stop.report(), file=sys.stderr, flush=True)
+        sys.exit(GUARD_STOP_EXIT_STATUS)
+
+
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")
 def main(cfg: DictConfig) -> None:
-    from rlinf.runners.embodied_runner import EmbodiedRunner
-
     from examples.embodiment.judge_replicas import judges_on_cluster, judges_or_exit, validated_or_exit
 
-    judges = judges_or_exit(cfg)  # a wrong reward_server block stops here; the run's key is issued
+    judges = judges_or_exit(cfg)  # a wrong reward_server block stops here, before Ray starts
     guard = start_smoke_guard(cfg)  # before Ray starts: its watchdog also covers a hung start
     cfg = validated_or_exit(cfg, judges)  # RLinf's validate_cfg: starts or joins the Ray cluster
     print(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2))
@@ -131,11 +169,11 @@ def main(cfg: DictConfig) -> None:
     with judges_on_cluster(cfg, judges):  # the env workers below get the replicas' endpoints
         groups = launch_groups(cfg)
         # The VLM reward is computed inside the env workers, so RLinf's reward worker stays off.
-        runner = EmbodiedRunner(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
+        runner = runner_cls(cfg)(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
         runner.init_workers()
         if guard is not None:
             guard.check_hooks()
-        runner.run()
+        run_training(runner, guard)  # a guard stop exits here: the judges are drained on the way out
         if guard is not None:
             guard.finish(cfg)
 

@@ -9,9 +9,13 @@ below it and, with the reward model on, ``vlm_episodes_train_rank*.jsonl``.
   that scalar it is computed from the episode log in windows of episodes, leaving fallback
   episodes out (they carry the fallback score, not a judgement), as the evaluation report
   does; the scalar, as the env logs it, counts them.
+- **The judge's live health** (:class:`HealthCurves`), when the run logged it: the rolling
+  false-positive and false-negative rates, the canaries' false-positive rate, each task's
+  false-positive rate (the tasks where it was ever above 0) and the step where the reward
+  guard tripped (:mod:`vlm_reward.watch.judge_health` defines the metrics).
 
-:func:`read_scalars` and :func:`load_run` read files; :func:`scalar_series` and
-:func:`windowed_agreement` are pure.
+:func:`read_scalars` and :func:`load_run` read files; :func:`scalar_series`,
+:func:`windowed_agreement` and :func:`health_curves` are pure.
 """
 
 from __future__ import annotations
@@ -26,10 +30,18 @@ import numpy as np
 from reward_eval.analysis.episode_log import load_train_episodes
 from reward_eval.analysis.judges import judges_of
 from reward_eval.analysis.metrics import Record, as_records
+from vlm_reward.watch.judge_health import TASK_FALSE_POSITIVE_PREFIX
 
 NATIVE_TAG = "env/success_once"
 AGREE_TAG = "env/vlm_native_agree"
 STEP_UNIT = "training step"
+FALSE_POSITIVE_TAG = "env/vlm_false_positive_rate"
+FALSE_NEGATIVE_TAG = "env/vlm_false_negative_rate"
+CANARY_TAG = "env/vlm_canary_false_positive_rate"
+CANARY_COUNT_TAG = "env/vlm_canaries"
+SUCCESSES_TAG = "env/vlm_window_native_successes"  # the false-negative rate's denominator
+GUARD_TAG = "env/vlm_guard_tripped"
+TASK_TAG_PREFIX = f"env/{TASK_FALSE_POSITIVE_PREFIX}/"
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,17 @@ class Series:
 
 
 @dataclass(frozen=True)
+class HealthCurves:
+    """The judge's live health over training steps, as the env logged it."""
+
+    false_positive: Series
+    false_negative: Series | None  # None when no native success was ever in the window
+    canary_false_positive: Series | None  # None when no canary was judged
+    per_task: dict[int, Series]  # task id -> false-positive rate, for tasks where it was ever > 0
+    guard_tripped_at: int | None  # the first step with env/vlm_guard_tripped > 0
+
+
+@dataclass(frozen=True)
 class RunCurves:
     """What one run contributes to the comparison."""
 
@@ -51,6 +74,7 @@ class RunCurves:
     native: Series
     agreement: Series | None
     judges: tuple[dict[str, Any], ...] = ()  # who scored its episodes (:func:`..judges.judges_of`)
+    health: HealthCurves | None = None  # None: the run logged no live health metrics
 
 
 def read_scalars(log_dir: Path) -> dict[str, dict[int, float]]:
@@ -99,6 +123,32 @@ def windowed_agreement(records: Sequence[Record], window: int) -> Series | None:
     return Series(ends, means, unit, f"JSONL episode log, windows of {window}")
 
 
+def health_curves(scalars: Mapping[str, Mapping[int, float]]) -> HealthCurves | None:
+    """The live health of a run from its scalars; ``None`` when it has no false-positive rate."""
+    false_positive = scalar_series(scalars, FALSE_POSITIVE_TAG)
+    if false_positive is None:
+        return None
+    canaries = scalar_series(scalars, CANARY_COUNT_TAG)
+    judged_canaries = canaries is not None and bool(canaries.y.max() > 0)
+    successes = scalar_series(scalars, SUCCESSES_TAG)  # absent: trust the rate as logged
+    no_success = successes is not None and not bool(successes.y.max() > 0)
+    per_task = {
+        int(tag[len(TASK_TAG_PREFIX) :]): series
+        for tag in sorted(scalars)
+        if tag.startswith(TASK_TAG_PREFIX) and tag[len(TASK_TAG_PREFIX) :].isdigit()
+        if (series := scalar_series(scalars, tag)) is not None and series.y.max() > 0
+    }
+    guard = scalar_series(scalars, GUARD_TAG)
+    tripped = None if guard is None or not (guard.y > 0).any() else int(guard.x[np.argmax(guard.y > 0)])
+    return HealthCurves(
+        false_positive,
+        None if no_success else scalar_series(scalars, FALSE_NEGATIVE_TAG),
+        scalar_series(scalars, CANARY_TAG) if judged_canaries else None,
+        dict(sorted(per_task.items())),
+        tripped,
+    )
+
+
 def load_run(label: str, log_dir: Path, native_tag: str, agree_tag: str, window: int) -> RunCurves:
     """Read one run; ``ValueError`` naming the tags it has when ``native_tag`` is missing."""
     if not log_dir.is_dir():
@@ -110,4 +160,4 @@ def load_run(label: str, log_dir: Path, native_tag: str, agree_tag: str, window:
         raise ValueError(f"{label} run {log_dir} has no scalar {native_tag!r}; its scalars: {known}.")
     records = load_train_episodes(log_dir)
     agreement = scalar_series(scalars, agree_tag) or windowed_agreement(records, window)
-    return RunCurves(label, log_dir, native, agreement, tuple(judges_of(records)))
+    return RunCurves(label, log_dir, native, agreement, tuple(judges_of(records)), health_curves(scalars))

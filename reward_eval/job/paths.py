@@ -21,7 +21,7 @@ ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.ya
 def put_repo_first() -> None:
     """Put the repo root first on ``sys.path`` and on ``PYTHONPATH`` (for the processes the job
     starts), as the shell wrappers do, so ``import rlinf`` finds the repo's overlay and not the
-    installed rlinf==0.3.0 underneath (see README, "The rlinf overlay").
+    installed rlinf==0.3.0 underneath (docs/env/overlay.md).
 
     Needed by the ``reward-eval`` console script: the editable install exposes only the packages
     named in ``pyproject.toml`` (never ``rlinf/``), and the script's own folder is ``.venv/bin``.

@@ -64,7 +64,7 @@ class ScriptedJudge:
 
 
 def hand_formula(rl: SimpleNamespace, signal: np.ndarray) -> np.ndarray:
-    """README: ``step_penalty + reward_coef * s``; with ``use_rel_reward`` the difference to the last."""
+    """docs/env/index.md: ``step_penalty + reward_coef * s``; with ``use_rel_reward`` its difference."""
     reward = (-1.0 if rl.use_step_penalty else 0.0) + rl.cfg.reward_coef * signal
     if not rl.use_rel_reward:
         return reward
@@ -146,7 +146,13 @@ def submit(
     return [episode.env for episode in ended]
 
 
-def drive(case: Case, formula: Callable, train: bool = True, native_at: int | None = None) -> Run:
+def drive(
+    case: Case,
+    formula: Callable,
+    train: bool = True,
+    native_at: int | None = None,
+    review: Callable | None = None,
+) -> Run:
     """Step the core the way ``LiberoEnv``'s hooks do; RLinf's state lives in ``rl``."""
     rl, judge = _rl(case), ScriptedJudge(case.score)
     core = EpisodeRewards(2, _settings(binary=case.binary, train=train))
@@ -172,7 +178,7 @@ def drive(case: Case, formula: Callable, train: bool = True, native_at: int | No
             window.append(reward)
             signals.append(np.array([s_true if case.end <= step else 0.0, 0.0]))
         rewards = np.stack(window, axis=1)
-        if core.collect(rl.returns, rl.prev_step_reward, shaping):
+        if core.collect(rl.returns, rl.prev_step_reward, shaping, review):
             return_at_end = float(rl.returns[0])
             if case.reset_after_end:  # RLinf's reset, then the hook's start
                 rl.prev_step_reward[0] = rl.returns[0] = rl.elapsed[0] = 0
@@ -241,6 +247,59 @@ def test_shadow_mode_keeps_the_native_reward_and_records_metrics() -> None:
     assert not run.rewards.any() and not run.core.signal.any()
     assert run.return_at_end == 0.0
     assert run.core.metrics["vlm_score"][0] == pytest.approx(0.9) and run.core.metrics["vlm_scored"][1] == 0
+
+
+REFUSED = [
+    # (id, use_rel, judge's score, native success at step): the judge's verdict is refused
+    ("abs_fooled_judge_native_failure", False, 0.9, None),
+    ("rel_fooled_judge_native_failure", True, 0.9, None),
+    ("abs_strict_judge_native_success", False, 0.1, 6),
+    ("rel_strict_judge_native_success", True, 0.1, 6),
+]
+
+
+@pytest.mark.parametrize(
+    ("use_rel", "score", "native_at"), [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED]
+)
+def test_an_episode_the_review_refuses_trains_on_the_native_reward(
+    use_rel: bool, score: float, native_at: int | None, rlinf_formula: Callable
+) -> None:
+    """The guard's ``native`` action: the episode's s is its native success, so its rewards are
+    exactly RLinf's native ones (the simulator's flag, held after the end step)."""
+    seen: list[tuple[int, bool, float]] = []
+
+    def refuse(env: int, native: bool, result: Any) -> bool:
+        seen.append((env, native, result.score))
+        return False
+
+    case = Case("refused", use_rel, False, (4, 4), 6, (0,) * 8, score)
+    run = drive(case, rlinf_formula, native_at=native_at, review=refuse)
+    flags = np.zeros((2, 8))
+    if native_at is not None:
+        flags[0, native_at - 1 :] = 1.0  # LIBERO keeps reporting success after it (no reset)
+    rl = _rl(case)
+    native_rewards = np.stack([rlinf_formula(rl, flags[:, t]) for t in range(8)], axis=1)
+    np.testing.assert_allclose(run.rewards, native_rewards, atol=1e-12)
+    assert seen == [(0, native_at is not None, score)], "asked once, for the episode that ended"
+    assert run.core.metrics["vlm_score"][0] == pytest.approx(score), "the verdict is still recorded"
+
+
+def test_the_review_sees_every_episode_in_env_order_also_in_shadow_mode() -> None:
+    seen: list[int] = []
+    core = EpisodeRewards(3, _settings(train=False))
+    for env in range(3):
+        core.start(env, FRAME)
+    core.open_window()
+    judge = ScriptedJudge(0.9)
+    for ended in core.record_step([FRAME] * 3, np.array([True, False, True]), np.zeros(3, bool), np.ones(3)):
+        core.submitted(ended.env, judge(ended))
+    scored = core.collect(
+        np.zeros(3), np.zeros(3), Shaping(COEF, True), lambda env, *_: seen.append(env) or True
+    )
+    assert seen == [0, 2] and [s.trained_on_judge for s in scored] == [False, False], (
+        "shadow: never trained on"
+    )
+    core.close_window(np.zeros((3, 1)))
 
 
 # ---- the small functions --------------------------------------------------------------

@@ -6,8 +6,10 @@ RLinf's env are checked on the real simulator. One env (2 LIBERO processes,
 Every episode states all of its settings (:meth:`EnvCase.episode`): the module's
 ``reward_model`` block plus the case's changes, set through the env's public
 ``set_reward_model``, and RLinf's ``use_rel_reward`` and ``auto_reset``; nothing carries
-over from one test to the next. The server runs the ``recording`` test backend, which
-answers a known score and logs every job it receives, so calls are counted on the server.
+over from one test to the next but the judge's health windows, which a test that counts them
+starts afresh with a window size of its own. The server runs the ``recording`` test backend,
+which answers a known score (or one per instruction) and logs every job it receives, so calls
+are counted on the server.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -245,3 +248,139 @@ def test_set_reward_model_keeps_enable_fixed(ctx: EnvCase) -> None:
         ctx.env.set_reward_model({**ctx.base.model_dump(), "nframes": 0})
     with pytest.raises(AttributeError):
         ctx.env.reward_model = ctx.base  # read-only: a silent half-change is impossible
+
+
+# ---- watching the judge: per-task rates, canaries, the guard ------------------------------
+#
+# The judge here answers by the instruction (the recording backend's ``answers``): a judge a
+# policy can fool, as whatever a clip shows, an instruction it says "yes" to gets a "yes". The
+# simulator's success is scripted (an idle robot never succeeds): ``native_success_at`` makes
+# the vector of LIBERO processes report success for the chosen envs from a given step on, as
+# LIBERO does once a task is done; everything else is the real env.
+
+SUCCESS_STEP = 2  # a scripted success ends its episode at step 2 (reset frame + 2 frames)
+
+
+@contextmanager
+def native_success_at(env: Any, envs: set[int], step: int = SUCCESS_STEP) -> Iterator[None]:
+    """LIBERO reports success for ``envs`` from their ``step``-th step on (resets' settling steps,
+    which pass env ids, are left alone)."""
+    sim_cls = type(env.env)  # RLinf's vector of LIBERO processes
+    original = sim_cls.step
+
+    def step_with_success(self: Any, actions: Any, *ids: Any) -> Any:
+        raw_obs, reward, terminations, infos = original(self, actions, *ids)
+        if not ids:
+            terminations = np.array(terminations)
+            for i in envs:
+                terminations[i] |= env.elapsed_steps[i] >= step
+        return raw_obs, reward, terminations, infos
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sim_cls, "step", step_with_success)
+        yield
+
+
+def task_state(env: Any, task: int) -> int:
+    """The reset-state id of ``task``'s first trial (RLinf's ids count the trials of each task)."""
+    return 0 if task == 0 else int(env.cumsum_trial_id_bins[task - 1])
+
+
+def play(ctx: EnvCase, tasks: tuple[int, int], succeed: set[int] = frozenset(), **settings: Any) -> dict:
+    """One episode per env on ``tasks`` (two 4-step chunks: every episode ends in them), with
+    ``settings``; the envs in ``succeed`` succeed natively at step 2."""
+    ctx.configure(**settings)
+    ctx.env.reset(reset_state_ids=np.array([task_state(ctx.env, t) for t in tasks]))
+    with native_success_at(ctx.env, set(succeed)):
+        out = [ctx.env.chunk_step(idle_actions(NUM_ENVS, CHUNK)) for _ in range(2)]
+    return {"rewards": torch.cat([o[1] for o in out], dim=1).numpy(), "episode": out[-1][4][-1]["episode"]}
+
+
+def task_texts(env: Any, answers: dict[int, str]) -> dict[str, str]:
+    return {env.task_suite.get_task(task).language: answer for task, answer in answers.items()}
+
+
+def rewarded_at_success(*envs: int) -> np.ndarray:
+    """Rewards of a pair of 8-step episodes where only ``envs`` are rewarded, at the scripted
+    success step (RLinf's relative shaping: the term once)."""
+    rewards = np.zeros((NUM_ENVS, 2 * CHUNK))
+    rewards[list(envs), SUCCESS_STEP - 1] = COEF
+    return rewards
+
+
+def test_per_task_rates_canaries_and_the_guard_against_a_fooled_judge(
+    ctx: EnvCase, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The judge says yes to task 0 and no to task 1, whatever the clip. A health window of its own
+    # size starts empty; the guard acts once 3 native failures are in, above a rate of 0.3.
+    guard = {"enable": True, "action": "stop", "max_false_positive_rate": 0.3, "min_episodes": 3}
+    watch = {
+        "backend_kwargs": {"answers": task_texts(ctx.env, {0: "0.9", 1: "0.2"})},
+        "health_window": 37,
+        "canary_rate": 1.0,
+        "canary_perturbations": ["reversed", "frozen", "clipped"],
+        "guard": {**guard, "window": 10},
+    }
+    jobs_before, lines_before = len(ctx.jobs()), len(ctx.log_lines())
+    with caplog.at_level("WARNING", logger="vlm_reward.watch.judge_watch"):
+        # 1: task 0 succeeds, judged a success (its canary, played backwards, too: fooled);
+        #    task 1 fails, judged a failure.
+        first = play(ctx, (0, 1), succeed={0}, **watch)
+        # 2: task 1 fails, judged a failure; task 0 fails, judged a success: a false positive, the
+        #    third native failure, 1/3 > 0.3: the guard trips on env 1's episode.
+        second = play(ctx, (1, 0), **watch)
+        # 3: both succeed: task 0 judged a success, task 1 a failure (its canary too: the judge says
+        #    no to task 1 whatever the clip); both train on the native reward now.
+        third = play(ctx, (0, 1), succeed={0, 1}, **watch)
+    np.testing.assert_array_equal(second["episode"]["vlm_canary_false_positive_rate"].numpy(), [1.0, 1.0])
+
+    expected = {  # by hand: task 0 = TP, FP, TP; task 1 = TN, TN, FN; canaries: FP, FP, TN
+        "vlm_false_positive_rate": 1 / 3,
+        "vlm_false_negative_rate": 1 / 3,
+        "vlm_false_positives": 1,
+        "vlm_false_negatives": 1,
+        "vlm_window_native_failures": 3,
+        "vlm_window_native_successes": 3,
+        "vlm_window_fallbacks": 0,
+        "vlm_canary_false_positive_rate": 2 / 3,
+        "vlm_canaries": 3,
+        "vlm_task_false_positive_rate/0": 1.0,
+        "vlm_task_false_negative_rate/0": 0.0,
+        "vlm_task_false_positive_rate/1": 0.0,
+        "vlm_task_false_negative_rate/1": 1.0,
+        "vlm_task_false_positive_rate/2": 0.0,  # the suite's other tasks: the tags exist from the start
+        "vlm_guard_tripped": 1.0,
+    }
+    for key, value in expected.items():
+        np.testing.assert_allclose(third["episode"][key].numpy(), [value] * NUM_ENVS, err_msg=key)
+    assert sum(key.startswith("vlm_task_false_positive_rate/") for key in third["episode"]) == 10
+
+    # Before the trip, the judge's reward; from the tripping episode on, the native one: no reward
+    # for the false positive (the judge's would be 5 at its end step), 5 for the success it missed.
+    np.testing.assert_allclose(first["rewards"], rewarded_at_success(0), atol=1e-6)
+    np.testing.assert_allclose(second["rewards"], np.zeros((NUM_ENVS, 2 * CHUNK)), atol=1e-6)
+    np.testing.assert_allclose(third["rewards"], rewarded_at_success(0, 1), atol=1e-6)
+    lines = ctx.log_lines()[lines_before:]
+    episodes = [line for line in lines if "canary" not in line]
+    assert [(line["task_id"], line["used_for_training"]) for line in episodes] == [
+        (0, True),
+        (1, True),
+        (1, True),
+        (0, False),
+        (0, False),
+        (1, False),
+    ]
+    [message] = [r.getMessage() for r in caplog.records if "reward guard tripped" in r.getMessage()]
+    assert "tripped after 4 judged episodes: false-positive rate 0.333 (1 of 3 native failures" in message
+    assert ctx.env.reward_guard_stop == message and "exit status 4" in message
+
+    canaries = [line for line in lines if "canary" in line]
+    assert [(c["canary"], c["task_id"], c["vlm_success"]) for c in canaries] == [
+        ("reversed", 0, True),
+        ("frozen", 0, True),
+        ("clipped", 1, False),
+    ]
+    assert all(c["native_success"] is False and c["used_for_training"] is False for c in canaries)
+    # The server saw each canary as a clip of the success's 3 frames (reset + 2 steps), or half of one.
+    frames = [job["frames"] for job in ctx.jobs()[jobs_before:]]
+    assert sorted(frames) == [1] + [SUCCESS_STEP + 1] * 5 + [MAX_STEPS + 1] * 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,28 @@ def _validated(overrides: list[str], tmp_path: Path) -> DictConfig:
 
     # The config's searchpath reads $EMBODIED_PATH (run_embodiment.sh exports it); set it only
     # while composing, so it does not leak into later tests (module fixtures get no monkeypatch).
+    # validate_cfg starts RLinf's Cluster: RAY_ADDRESS=local keeps it from joining another Ray
+    # cluster on the machine (a training test's, which may run beside this one).
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("EMBODIED_PATH", str(EMBODIED))
+        patch.setenv("RAY_ADDRESS", "local")
         with initialize_config_dir(config_dir=str(EMBODIED / "config"), version_base="1.1"):
             cfg = compose(
                 "libero_10_grpo_openvlaoft", overrides=[f"runner.logger.log_path={tmp_path}", *overrides]
             )
         return validate_cfg(cfg)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_ray() -> Iterator[None]:
+    """Stop the private Ray cluster validate_cfg started once the module is done (it holds GBs)."""
+    yield
+    import ray
+    from rlinf.scheduler import Cluster
+
+    ray.shutdown()
+    if hasattr(Cluster, "_instance"):  # RLinf's singleton: a later Cluster() starts Ray again
+        delattr(Cluster, "_instance")
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))

@@ -286,6 +286,14 @@ def test_tensorboard_has_training_and_env_metrics(native_run: SmokeRun, vlm_run:
         assert {"rollout/advantages_max", "rollout/advantages_min"} <= tags
     vlm_tags = {t for t in vlm_run.scalars() if t.startswith("env/vlm_")}
     assert {"env/vlm_score", "env/vlm_success", "env/vlm_native_agree", "env/vlm_fallback"} <= vlm_tags
+    # The judge's live health (issue 33): of the two native failures, the one scored 0.9 is judged a
+    # success (binary_reward off, threshold 0.5): a false-positive rate of 0.5; every libero_10 task's tag.
+    watch = {"env/vlm_false_positive_rate", "env/vlm_false_negative_rate", "env/vlm_window_native_failures"}
+    watch |= {"env/vlm_canary_false_positive_rate", "env/vlm_canaries", "env/vlm_guard_tripped"}
+    watch |= {f"env/vlm_task_false_positive_rate/{task}" for task in range(10)}
+    assert watch <= vlm_tags
+    assert vlm_run.scalars()["env/vlm_false_positive_rate"] == {0: 0.5}
+    assert vlm_run.scalars()["env/vlm_window_native_failures"] == {0: 2.0}
     assert not [t for t in native_run.scalars() if t.startswith("env/vlm_")]
 
 

@@ -28,7 +28,7 @@ from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 pytestmark = pytest.mark.slow
 
 REQUESTS, CONCURRENCY, WARMUP = 300, 64, 100
-# benchmarks/load_test.py measured +0.4 MiB over 2,000 requests after warm-up (README);
+# benchmarks/load_test.py measured +0.4 MiB over 2,000 requests after warm-up (benchmarks/README.md);
 # a leak of one 16-frame MP4 (~30 KB) per request would add ~9 MiB here.
 RSS_SLACK_MIB = 6
 SLOW_SECONDS, SLOW_BATCH, EPISODES, CLIENT_TIMEOUT = 2.0, 2, 32, 0.5

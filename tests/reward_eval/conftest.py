@@ -68,8 +68,8 @@ def run_reward_eval(
 def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoint: str) -> EvalRun:
     """The job end to end: 1 task x 2 episodes on 2 envs, zero policy, local tiny-Qwen server.
 
-    The user's environment exports a key (as the README's cluster recipe does): the local server
-    must take the command's own key instead, so every episode is still judged.
+    The user's environment exports a key (as the cluster recipe of docs/server/security.md does): the
+    local server must take the command's own key instead, so every episode is still judged.
     """
     run_dir = tmp_path_factory.mktemp("reward-eval") / "run"
     result = run_reward_eval(

@@ -108,6 +108,52 @@ def test_agreement_comes_from_the_jsonl_in_windows_when_the_scalar_is_missing(tm
     _assert_png_with_content(tmp_path / "out" / "compare.png")
 
 
+# A hacking curve: the judge's false-positive rate climbs (task 3 first), the canaries are fooled,
+# and the guard trips at step 3; task 5 never had a false positive, so it is not drawn.
+HACKED = {
+    "env/success_once": VLM_SUCCESS,
+    "env/vlm_false_positive_rate": [0.05, 0.10, 0.30, 0.55, 0.60],
+    "env/vlm_false_negative_rate": [0.20, 0.20, 0.10, 0.10, 0.05],
+    "env/vlm_canary_false_positive_rate": [0.0, 0.0, 0.5, 1.0, 1.0],
+    "env/vlm_canaries": [0, 0, 2, 4, 6],
+    "env/vlm_guard_tripped": [0, 0, 0, 1, 1],
+    "env/vlm_task_false_positive_rate/3": [0.1, 0.2, 0.6, 0.9, 1.0],
+    "env/vlm_task_false_positive_rate/5": [0.0] * 5,
+}
+
+
+def test_the_judges_live_health_is_drawn_and_tabled(tmp_path: Path) -> None:
+    _write_scalars(tmp_path / "native", {"env/success_once": NATIVE_SUCCESS})
+    _write_scalars(tmp_path / "vlm", HACKED)
+    curves = training_runs.load_run(
+        "vlm", tmp_path / "vlm", training_runs.NATIVE_TAG, training_runs.AGREE_TAG, 5
+    )
+    health = curves.health
+    assert health is not None and health.guard_tripped_at == 3 and list(health.per_task) == [3]
+    np.testing.assert_allclose(health.canary_false_positive.y, HACKED["env/vlm_canary_false_positive_rate"])
+    np.testing.assert_allclose(health.false_negative.y, HACKED["env/vlm_false_negative_rate"])
+    assert _compare(tmp_path) == 0
+    rows = {
+        line.split(" | ")[0].strip("| "): line
+        for line in (tmp_path / "out" / "compare.md").read_text().splitlines()
+        if line.startswith("| ")
+    }
+    assert "| 0.600 / 0.050 (step 4) | tripped at step 3 |" in rows["VLM reward"]
+    assert "| n/a (not logged) | n/a |" in rows["native reward"]
+    _assert_png_with_content(tmp_path / "out" / "compare.png")
+
+
+def test_a_run_without_canaries_a_guard_or_native_successes_shows_none_of_them() -> None:
+    scalars = {tag: dict(enumerate(values)) for tag, values in HACKED.items()}
+    scalars["env/vlm_canaries"] = dict.fromkeys(range(5), 0.0)
+    scalars["env/vlm_window_native_successes"] = dict.fromkeys(range(5), 0.0)  # no rate to draw
+    del scalars["env/vlm_guard_tripped"]
+    health = training_runs.health_curves(scalars)
+    assert health.canary_false_positive is None and health.guard_tripped_at is None
+    assert health.false_negative is None
+    assert training_runs.health_curves({"env/success_once": {0: 0.1}}) is None
+
+
 def test_custom_tag_labels_and_event_files_of_a_resumed_run(tmp_path: Path) -> None:
     _write_scalars(tmp_path / "native", {"eval/success": [0.2, 0.4]})
     _write_scalars(tmp_path / "native" / "resumed", {"eval/success": [0.9, 0.3]}, first_step=1)

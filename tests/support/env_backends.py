@@ -4,7 +4,10 @@ Loaded with ``--plugin tests.support.env_backends``. Server kwargs: ``log_path``
 one line per job: task, number of frames in the video it received, time of the call),
 ``answer`` (default answer), ``generate_seconds`` (latency per call), ``start_log`` (optional
 file that gets one line per job the moment it starts, so a test can act while the job is
-in flight). Per request, ``backend_kwargs={"answer": ...}`` overrides the answer.
+in flight). Per request, ``backend_kwargs={"answer": ...}`` overrides the answer, and
+``backend_kwargs={"answers": {task_text: answer}}`` answers by the instruction: a judge a policy
+can fool, since whatever a clip shows (a success, or a canary made from it: played backwards,
+frozen, cut short), an instruction it says "yes" to gets a "yes".
 """
 
 from __future__ import annotations
@@ -52,4 +55,8 @@ class RecordingBackend(RewardBackend):
         ]
         with self._lock, open(self.log_path, "a") as log:
             log.writelines(json.dumps(line) + "\n" for line in lines)
-        return [str(j.backend_kwargs.get("answer", self.answer)) for j in jobs]
+        return [self._answer(j) for j in jobs]
+
+    def _answer(self, job: ScoreJob) -> str:
+        by_task = job.backend_kwargs.get("answers", {})
+        return str(by_task.get(job.task_text, job.backend_kwargs.get("answer", self.answer)))

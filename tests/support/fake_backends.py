@@ -10,6 +10,9 @@ replaced by canned text. Each exists to inject one kind of behaviour:
 - ``failing``: ``generate`` raises for the whole batch.
 - ``counting``: answers ``task_text``'s last integer / 10 and appends one JSON line per
   ``generate`` call (batch size, tasks, whether another call overlapped it) to ``log_path``.
+- ``coin_flip``: a judge that answers at random, "1" or "0", but the same answer for the same
+  video and instruction (a digest of the decoded frames, the instruction and ``seed``): what
+  a wrong checkpoint or a broken processor looks like to the self-test.
 - ``async_tokens``: an engine with continuous batching in miniature (an
   :class:`AsyncRewardBackend`): each job "generates" ``tokens`` steps of ``token_seconds``
   concurrently with the others and logs ``start``/``done``/``cancelled`` lines to ``log_path``.
@@ -18,6 +21,7 @@ replaced by canned text. Each exists to inject one kind of behaviour:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import threading
@@ -72,6 +76,29 @@ class FixedScoreBackend(RewardBackend):
         answer = str(job.backend_kwargs.get("answer", self.answer))
         job.usage.record(prompt=len(job.task_text), generated=len(answer))  # a character per "token"
         return answer
+
+
+@register_backend
+class CoinFlipBackend(RewardBackend):
+    """Answers ``<answer>1</answer>`` or ``<answer>0</answer>`` by a digest of the job (see above)."""
+
+    name = "coin_flip"
+
+    def __init__(self, model: str, seed: int = 0, generate_seconds: float = 0.0) -> None:
+        super().__init__(model)
+        self.seed, self.generate_seconds = seed, generate_seconds
+
+    def load(self) -> None:
+        pass
+
+    def generate(self, jobs: Sequence[ScoreJob]) -> list[str | Exception]:
+        time.sleep(self.generate_seconds)
+        return [f"<answer>{self._flip(job)}</answer>" for job in jobs]
+
+    def _flip(self, job: ScoreJob) -> int:
+        digest = hashlib.sha256(f"{self.seed}|{job.task_text}|".encode())
+        digest.update(job.clip.frames.tobytes() if job.clip is not None else job.video_path.encode())
+        return digest.digest()[0] % 2
 
 
 @register_backend

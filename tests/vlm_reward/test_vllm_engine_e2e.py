@@ -192,7 +192,7 @@ class VllmUpstream:
 
 
 def _start_upstream(python: str, checkpoint: str, log_path: Path) -> VllmUpstream:
-    """The recipe of the README: the Qwen2-VL loader reads every frame of the pinned clip."""
+    """The recipe of docs/server/scaling.md: the Qwen2-VL loader reads every frame of the pinned clip."""
     port = free_port()
     cmd = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", checkpoint]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "--enforce-eager", "--max-model-len", "8192"]

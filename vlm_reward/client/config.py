@@ -4,7 +4,8 @@ A typed model (:class:`vlm_reward.config_block.ConfigBlock`): every key of the b
 below, with its type and range. A misspelled or unknown key, a value of the wrong type
 (``nframes: true``, ``timeout: "120"``) or out of range raises ``ValueError``/``TypeError`` whose
 message names the key and the value, so a typo never silently falls back to a default. Ints are
-accepted where floats are expected; nothing else is coerced.
+accepted where floats are expected; nothing else is coerced. The nested ``guard`` block is checked
+the same way, and its errors name the full key (``reward_model.guard.window``).
 """
 
 from __future__ import annotations
@@ -12,17 +13,76 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from vlm_reward.config_block import ConfigBlock
+from vlm_reward.config_block import STRICT, ConfigBlock
+from vlm_reward.perturbations import perturbation_names
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # what an environment variable's name may be
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+GuardAction = Literal["warn", "native", "stop"]
+# How a run that the guard stopped ends (the training entry point exits with it after the checkpoint).
+GUARD_STOP_EXIT_STATUS = 4
+DEFAULT_CANARY_PERTURBATIONS = ("reversed", "frozen", "clipped")
+
+
+class RewardGuardConfig(BaseModel):
+    """``reward_model.guard``: what to do when the judge's live false-positive rate is too high.
+
+    The rate is judged success on native failure, over the native failures among the last
+    ``window`` judged episodes that trained on the judge (fallbacks never count; canaries
+    when ``count_canaries``). The decision is :class:`vlm_reward.watch.guard.RewardGuard`'s.
+    """
+
+    model_config = STRICT
+
+    enable: bool = Field(False, description="Watch the judge's false-positive rate during training and act.")
+    action: GuardAction = Field(
+        "warn",
+        description="warn: log it; native: train on the native reward from then on; "
+        f"stop: end the run after a checkpoint (exit status {GUARD_STOP_EXIT_STATUS}).",
+    )
+    max_false_positive_rate: UnitInterval = Field(
+        0.2, description="The guard acts when the window's false-positive rate is above this."
+    )
+    clear_false_positive_rate: UnitInterval | None = Field(
+        None,
+        description="warn only: warn again only after the rate fell to this or below "
+        "(hysteresis); null: half of max_false_positive_rate.",
+    )
+    min_episodes: PositiveInt = Field(
+        20, description="Native failures the window must hold before the guard may act (small samples)."
+    )
+    window: PositiveInt = Field(100, description="Judged episodes in the guard's rolling window.")
+    count_canaries: bool = Field(False, description="Canaries count toward the guard as native failures.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RewardGuardConfig:
+        if self.min_episodes > self.window:
+            raise ValueError(
+                f"min_episodes ({self.min_episodes}) must be at most window ({self.window}): the window "
+                "could never hold that many native failures, so the guard could never act"
+            )
+        if self.clear_false_positive_rate is not None and (
+            self.clear_false_positive_rate > self.max_false_positive_rate
+        ):
+            raise ValueError(
+                f"clear_false_positive_rate ({self.clear_false_positive_rate}) must be at most "
+                f"max_false_positive_rate ({self.max_false_positive_rate})"
+            )
+        return self
+
+    @property
+    def clear_rate(self) -> float:
+        """The rate at or below which a ``warn`` guard re-arms."""
+        if self.clear_false_positive_rate is None:
+            return self.max_false_positive_rate / 2
+        return self.clear_false_positive_rate
 
 
 class RewardModelConfig(ConfigBlock):
@@ -30,37 +90,107 @@ class RewardModelConfig(ConfigBlock):
 
     block_name: ClassVar[str] = "reward_model"
 
-    enable: bool = False
-    endpoint: str | list[str] = "http://127.0.0.1:18080/score"  # a list: replicas (see replicas.py)
-    timeout: Positive = 120.0
-    nframes: PositiveInt = DEFAULT_NFRAMES
-    max_pixels: PositiveInt = DEFAULT_MAX_PIXELS
-    backend: str | None = "qwen_vl_vllm"  # None: the server's default backend
-    backend_kwargs: dict[str, Any] = Field(default_factory=dict)
-    video_fps: Positive = DEFAULT_VIDEO_FPS
-    fail_on_request_error: bool = False
-    binary_reward: bool = True
-    success_threshold: UnitInterval = 0.5
-    keep_temp_video: bool = False
-    temp_video_dir: str | None = None  # None: the system temp dir
+    enable: bool = Field(
+        False, description="Score episodes with the VLM; False: RLinf's LiberoEnv unchanged."
+    )
+    endpoint: str | list[str] = Field(
+        "http://127.0.0.1:18080/score",
+        description="POST /score URL of the reward server, or a list of replicas (a call goes to "
+        "the least busy one).",
+    )
+    timeout: Positive = Field(120.0, description="Seconds per scoring request.")
+    nframes: PositiveInt = Field(
+        DEFAULT_NFRAMES, description="Frames sampled uniformly over the episode (first and last included)."
+    )
+    max_pixels: PositiveInt = Field(
+        DEFAULT_MAX_PIXELS, description="Pixels per frame (256 * 28 * 28), applied by the server."
+    )
+    backend: str | None = Field(
+        "qwen_vl_vllm",
+        description="Backend to ask for (or PRIMO-R1, qwen_vl_hf); null: the server's default.",
+    )
+    backend_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Per-request overrides, e.g. {prompt: primo, max_new_tokens: 256}.",
+    )
+    video_fps: Positive = Field(DEFAULT_VIDEO_FPS, description="Frame rate of the MP4 sent to the server.")
+    fail_on_request_error: bool = Field(
+        False, description="True: stop on a failed request instead of using the fallback."
+    )
+    binary_reward: bool = Field(
+        True, description="True: s = 1[score >= success_threshold]; False: s = score."
+    )
+    success_threshold: UnitInterval = Field(
+        0.5, description="A score at or above it is a VLM success (the episode log's is_success)."
+    )
+    keep_temp_video: bool = Field(
+        False, description="Keep each episode's MP4 (its path goes into the episode log's video_path)."
+    )
+    temp_video_dir: str | None = Field(
+        None, description="Where the MP4s are written; null: the system temp dir."
+    )
     # Additions (safe defaults):
-    use_for_training: bool = True  # False = shadow mode: score and log, train on the native reward
-    fallback_score: UnitInterval | None = None  # None: the episode's native success (0 or 1)
-    send_video_inline: bool = False  # True: send the MP4 as base64 (no shared filesystem needed)
-    score_mode: ScoreMode | None = None  # None: the backend's default way of reading its answer
-    max_concurrency: PositiveInt = 16  # episodes scored in parallel
-    max_retries: Annotated[int, Field(ge=0)] = 1  # extra attempts, only for connection errors and 503/504
-    episode_log_dir: str | None = None  # JSONL episode log goes here; None: no log
-    replica_cooldown_s: Positive = 30.0  # a replica that failed is skipped this long
-    # The NAME of the environment variable holding the servers' API key (never the key itself,
-    # which would end up in logs and saved configs); None: the servers need no key.
-    api_key_env: str | None = None
-    ca_bundle: str | None = None  # PEM bundle to verify https:// replicas; None: the system's CAs
+    use_for_training: bool = Field(
+        True, description="False: shadow mode, score and log but train on the native reward."
+    )
+    fallback_score: UnitInterval | None = Field(
+        None, description="Score of a failed request; null: the episode's native success (0 or 1)."
+    )
+    send_video_inline: bool = Field(
+        False, description="True: send the MP4 in the request as base64 (no shared filesystem needed)."
+    )
+    score_mode: ScoreMode | None = Field(
+        None, description="How the server reads the answer as a score; null: the backend's default."
+    )
+    max_concurrency: PositiveInt = Field(
+        16, description="Episodes scored in parallel when several end in one chunk_step."
+    )
+    max_retries: Annotated[int, Field(ge=0)] = Field(
+        1, description="Retry rounds over the replicas, for connection errors and 503/504 only."
+    )
+    episode_log_dir: str | None = Field(None, description="Directory of the JSONL episode log; null: no log.")
+    replica_cooldown_s: Positive = Field(
+        30.0, description="Seconds a replica that refused, timed out or answered 503/504 is skipped."
+    )
+    # A NAME, never the key itself, which would end up in logs and saved configs.
+    api_key_env: str | None = Field(
+        None,
+        description="Name of the environment variable holding the servers' API key; null: no key.",
+    )
+    ca_bundle: str | None = Field(
+        None, description="PEM bundle to verify https:// replicas; null: the system's CAs."
+    )
+    # Watching the judge while the policy trains (vlm_reward.watch):
+    health_window: PositiveInt = Field(
+        100, description="Judged episodes per rolling window of the live false-positive/negative metrics."
+    )
+    canary_rate: UnitInterval = Field(
+        0.0, description="Fraction of native successes also judged as a counterfactual canary; 0: off."
+    )
+    canary_perturbations: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CANARY_PERTURBATIONS),
+        description="Which counterfactuals canaries are, taken in turn (vlm_reward.perturbations).",
+    )
+    canary_max_per_chunk: PositiveInt = Field(2, description="Canaries started per chunk_step at most.")
+    guard: RewardGuardConfig = Field(
+        default_factory=RewardGuardConfig, description="Act when the judge's false-positive rate is too high."
+    )
+
+    @field_validator("canary_perturbations")
+    @classmethod
+    def _registered(cls, names: list[str]) -> list[str]:
+        valid = perturbation_names()
+        unknown = [name for name in names if name not in valid]
+        if unknown or not names:
+            raise ValueError(f"must name perturbations among {', '.join(valid)}; {unknown or 'none'} given")
+        if len(set(names)) != len(names):
+            raise ValueError("names a perturbation twice")
+        return names
 
     @field_validator("api_key_env")
     @classmethod
     def _env_var_name(cls, name: str | None) -> str | None:
-        if name is not None and not ENV_NAME.fullmatch(name):
+        if name is not None and not _ENV_NAME.fullmatch(name):
             raise ValueError(
                 "must be the name of an environment variable (letters, digits, _), such as "
                 "VLM_REWARD_API_KEY, not the key itself"

@@ -7,6 +7,13 @@ definition of that line, of how it is read and written, and of the success rule
 ``score >= threshold`` (:func:`is_success`), so that reading a log or re-scoring its
 videos needs only ``vlm_reward`` installed (no RLinf).
 
+Canaries (``reward_model.canary_rate``): a counterfactual of a native success, judged while a
+policy trains and never trained on, is logged as a line of its own, marked with the
+perturbation's name in ``canary`` and ``native_success: false`` (the counterfactual is a
+failure by construction). Canary lines are not episodes: :func:`read_episode_log` and
+:func:`iter_episode_log` skip them unless asked for them (``canaries=True``), so every report
+and tool that reads episodes reads the same episodes as before.
+
 Reading is lenient where old logs need it and strict where the metrics would go wrong:
 only ``task_id``, ``native_success`` and ``vlm_score`` are required (hand-made and older
 logs carry fewer keys), unknown keys are kept in :attr:`EpisodeRecord.extra` and written
@@ -39,6 +46,7 @@ META_KEYS = (
     "trial_id",
     "reset_state_id",
     "episode_length",
+    "canary",
 )
 # Keys derived from a judgement and the settings that produced it, in the order they are written.
 JUDGEMENT_KEYS = (
@@ -144,6 +152,7 @@ class EpisodeRecord:
     trial_id: int | None = None
     reset_state_id: int | None = None
     episode_length: int | None = None
+    canary: str | None = None  # the perturbation of a canary line; None: an episode
     vlm_success: bool | None = None
     vlm_raw_value: float | None = None
     vlm_answer: str | None = None
@@ -167,9 +176,20 @@ class EpisodeRecord:
 
     @classmethod
     def judged(
-        cls, meta: Mapping[str, Any], result: Judgement, native_success: bool, settings: JudgementSettings
+        cls,
+        meta: Mapping[str, Any],
+        result: Judgement,
+        native_success: bool,
+        settings: JudgementSettings,
+        used_for_training: bool | None = None,
     ) -> EpisodeRecord:
-        """The record of one episode: ``meta`` (task, ids, length, kept unknown keys) plus the judgement."""
+        """The record of one episode: ``meta`` (task, ids, length, kept unknown keys) plus the judgement.
+
+        ``used_for_training`` defaults to the settings' (``False`` for a canary, or an episode
+        trained on the native reward because the guard stopped trusting the judge).
+        """
+        if used_for_training is None:
+            used_for_training = settings.use_for_training
         judgement = {
             "native_success": bool(native_success),
             "vlm_score": result.score,
@@ -184,7 +204,7 @@ class EpisodeRecord:
             "video_path": result.video_path,
             "endpoint": result.endpoint,
             "failovers": result.failovers,
-            "used_for_training": settings.use_for_training,
+            "used_for_training": used_for_training,
             "binary_reward": settings.binary_reward,
             "success_threshold": settings.success_threshold,
         }
@@ -223,6 +243,11 @@ class EpisodeRecord:
         """What describes the episode rather than its judgement (copied when it is judged again)."""
         judged = (*JUDGEMENT_KEYS, *JUDGE_KEYS)
         return {key: value for key, value in self.to_json().items() if key not in judged}
+
+    @property
+    def is_canary(self) -> bool:
+        """Whether this line is a canary (a counterfactual judged while training), not an episode."""
+        return self.canary is not None
 
     @property
     def judge(self) -> JudgeIdentity | None:
@@ -269,8 +294,9 @@ def parse_line(line: str, where: str) -> EpisodeRecord:
     return EpisodeRecord.from_json(data, where)
 
 
-def iter_episode_log(path: str | os.PathLike[str]) -> Iterator[EpisodeRecord]:
-    """The records of a JSONL episode log, blank lines skipped.
+def iter_episode_log(path: str | os.PathLike[str], canaries: bool = False) -> Iterator[EpisodeRecord]:
+    """The episodes of a JSONL episode log (``canaries=True``: its canary lines instead), blank
+    lines skipped.
 
     A bad line (a truncated last line of a crashed run included: better to say so than to
     silently evaluate fewer episodes) raises ``ValueError`` naming the file and the 1-based
@@ -279,12 +305,15 @@ def iter_episode_log(path: str | os.PathLike[str]) -> Iterator[EpisodeRecord]:
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
-                yield parse_line(line, f"{os.fspath(path)}, line {number}")
+                record = parse_line(line, f"{os.fspath(path)}, line {number}")
+                if record.is_canary == canaries:
+                    yield record
 
 
-def read_episode_log(path: str | os.PathLike[str]) -> list[EpisodeRecord]:
-    """Every record of a JSONL episode log (see :func:`iter_episode_log`)."""
-    return list(iter_episode_log(path))
+def read_episode_log(path: str | os.PathLike[str], canaries: bool = False) -> list[EpisodeRecord]:
+    """Every episode of a JSONL episode log, or with ``canaries=True`` every canary line (see
+    :func:`iter_episode_log`)."""
+    return list(iter_episode_log(path, canaries))
 
 
 def episode_log_path(log_dir: str, split: str, rank: int) -> str:

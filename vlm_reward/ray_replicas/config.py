@@ -55,23 +55,49 @@ class RewardServerConfig(ConfigBlock):
 
     block_name: ClassVar[str] = "reward_server"
 
-    enable: bool = False
-    backend: str = QwenVllmBackend.name  # the server's --backend (a name or alias)
-    model: str | None = None  # checkpoint directory or hub id; required when enabled
-    backend_kwargs: dict[str, Any] = Field(default_factory=dict)  # the server's --backend-kwargs
-    plugins: list[str] = Field(default_factory=list)  # modules that register more backends (--plugin)
-    replicas: Annotated[int, Field(gt=0)] = 1
-    gpus_per_replica: Annotated[int, Field(ge=0)] = 1  # 0: a judge on CPU
-    # Ray CPUs each replica holds while it runs (scheduling only: nothing pins the process).
-    cpus_per_replica: NonNegative = 1.0
-    python: str | None = None  # None: the vLLM venv for a vLLM backend, else this interpreter
-    # None: the env sends each video inline (works across nodes); a directory that every replica
-    # can read, where the env writes its videos (reward_model.temp_video_dir): sent by path.
-    video_root: str | None = None
-    server_args: list[str] = Field(default_factory=list)  # more server flags, e.g. --max-batch-size
-    drain_timeout_s: NonNegative = DEFAULT_DRAIN_TIMEOUT_S  # the server's --drain-timeout at the end
-    start_timeout_s: Annotated[float, Field(gt=0)] = 600.0  # until every replica's /health is 200
-    max_restarts: Annotated[int, Field(ge=-1)] = 3  # per replica, by Ray; -1: without limit
+    enable: bool = Field(
+        False, description="Start the judges on the run's Ray cluster; False: servers you started yourself."
+    )
+    backend: str = Field(
+        QwenVllmBackend.name, description="The servers' --backend (a name or alias; a plugin's too)."
+    )
+    model: str | None = Field(
+        None, description="The judge: a checkpoint directory or a hub id; required when enabled."
+    )
+    backend_kwargs: dict[str, Any] = Field(default_factory=dict, description="The servers' --backend-kwargs.")
+    plugins: list[str] = Field(
+        default_factory=list, description="Modules that register more backends (the servers' --plugin)."
+    )
+    replicas: Annotated[int, Field(gt=0)] = Field(
+        1, description="Reward servers to start: as many as cluster.component_placement.reward_server places."
+    )
+    gpus_per_replica: Annotated[int, Field(ge=0)] = Field(
+        1, description="GPUs each replica gets from its placement; 0: a judge on CPU (placed on nodes)."
+    )
+    cpus_per_replica: NonNegative = Field(
+        1.0, description="Ray CPUs each replica holds while it runs (scheduling only: nothing pins it)."
+    )
+    python: str | None = Field(
+        None, description="Interpreter of the servers; null: the vLLM venv for a vLLM backend, else this one."
+    )
+    video_root: str | None = Field(
+        None,
+        description="A directory every replica can read, where the env writes its videos (sent by path); "
+        "null: the env sends each video inline.",
+    )
+    server_args: list[str] = Field(
+        default_factory=list,
+        description="More server flags, e.g. [--max-batch-size, 4] (not the ones the launcher sets).",
+    )
+    drain_timeout_s: NonNegative = Field(
+        DEFAULT_DRAIN_TIMEOUT_S, description="Seconds the replicas' admitted jobs get when the run ends."
+    )
+    start_timeout_s: Annotated[float, Field(gt=0)] = Field(
+        600.0, description="Seconds until every replica's /health answers 200."
+    )
+    max_restarts: Annotated[int, Field(ge=-1)] = Field(
+        3, description="Times Ray restarts a replica whose process died; -1: without limit."
+    )
 
     @field_validator("server_args")
     @classmethod

@@ -16,6 +16,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from functools import partial
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,7 +25,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from vlm_reward import __version__
 from vlm_reward.errors import AnswerParseError, BackendError, RewardServerError, error_response
-from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
+from vlm_reward.protocol import (
+    ERROR_STATUS,
+    BackendsResponse,
+    ErrorResponse,
+    HealthResponse,
+    ScoreRequest,
+    ScoreResponse,
+)
 from vlm_reward.server.auth import RequireApiKey
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.metrics import MetricsMiddleware, ServerMetrics
@@ -108,9 +116,29 @@ async def _wait_for_disconnect(receive: Receive) -> None:
         logger.debug("receive channel failed (%s); treating the client as gone", type(exc).__name__)
 
 
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route that can fail with ``statuses``: the one error shape,
+    each status described by the error types it carries (:data:`~vlm_reward.protocol.ERROR_STATUS`)."""
+    return {
+        status: {
+            "model": ErrorResponse,
+            "description": ", ".join(kind for kind, code in ERROR_STATUS.items() if code == status),
+        }
+        for status in statuses
+    }
+
+
 def _add_routes(app: FastAPI, service: RewardService, with_metrics: bool) -> None:
-    @app.post("/score", response_model=ScoreResponse, responses={400: {}, 403: {}, 404: {}, 413: {}})
+    keyed = (401,) if service.config.api_keys is not None else ()
+    score_errors = error_responses(400, *keyed, 403, 404, 408, 413, 422, 500, 502, 503)
+
+    @app.post("/score", response_model=ScoreResponse, responses=score_errors)
     async def score(body: ScoreRequest, request: Request) -> ScoreResponse:
+        """Judge one episode video against its task text: a score in [0, 1] and what it was read from.
+
+        The video is ``video_path`` (inside the server's ``--video-root``) or ``video_b64``, exactly one.
+        A client that disconnects has its job dropped, or stopped if it is generating (logged as 499).
+        """
         client_gone = asyncio.ensure_future(_wait_for_disconnect(request.receive))
         try:
             return await service.score(
@@ -119,20 +147,30 @@ def _add_routes(app: FastAPI, service: RewardService, with_metrics: bool) -> Non
         finally:
             client_gone.cancel()
 
-    @app.get("/health", response_model=HealthResponse, responses={503: {}})
+    @app.get("/health", response_model=HealthResponse, responses=error_responses(503))
     async def health() -> JSONResponse:
+        """200 once the default backend is loaded; 503 before, after a failed load and while draining.
+
+        Public even when the server has API keys. The body names the backend, the model and the
+        server's per-request caps (``limits``), so a client can check that its requests fit.
+        """
         status, body = service.health()
         headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None
         return JSONResponse(body, status_code=status, headers=headers)
 
     if with_metrics and service.metrics is not None:
         scraped = service.metrics
+        scrape = {200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}}
+        scrape |= error_responses() if service.config.metrics_public else error_responses(*keyed)
 
-        @app.get("/metrics", include_in_schema=False)
+        @app.get("/metrics", response_class=Response, responses=scrape)
         async def metrics() -> Response:
+            """The server's Prometheus series: needs the key unless ``--metrics-public``; absent with
+            ``--no-metrics``."""
             body, content_type = scraped.exposition()
             return Response(body, media_type=content_type)
 
-    @app.get("/backends", response_model=BackendsResponse)
+    @app.get("/backends", response_model=BackendsResponse, responses=error_responses(*keyed))
     async def backends() -> BackendsResponse:
+        """The registered backends and their aliases, and which this server hosts and has loaded."""
         return service.backends()

@@ -3,7 +3,9 @@
 A :class:`BackendSlot` loads its backend in the server's loader thread, starts the runner the
 backend asks for (:meth:`~vlm_reward.backends.base.RewardBackend.runner`), answers "ready?"
 for ``/health``, admits each request in one step (:meth:`BackendSlot.admit`: ready, token
-budget, score mode, and which frames to decode), and closes everything at shutdown.
+budget, score mode, and which frames to decode), and closes everything at shutdown. With a
+self-test (``--self-test``) a loaded slot first serves only the self-test's own requests
+(state ``self_testing``) until :meth:`BackendSlot.finish_self_test` says how it went.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from vlm_reward.errors import (
     BackendLoadingError,
     InvalidRequestError,
     LimitExceededError,
+    SelfTestFailedError,
+    SelfTestingError,
     ServerShuttingDownError,
     scrub,
 )
@@ -55,9 +59,10 @@ class Admission:
 class BackendSlot:
     """One hosted backend: its instance, load state and runner.
 
-    ``state`` goes ``loading`` -> ``ready`` or ``failed``; it is written by the loader
+    ``state`` goes ``loading`` -> ``ready`` or ``failed`` (with a self-test: ``loading`` ->
+    ``self_testing`` -> ``ready`` or ``self_test_failed``); it is written by the loader
     thread and read by request handlers (single attribute writes, and the runner is set
-    before the state says ``ready``).
+    before the state says ``ready`` or ``self_testing``).
     """
 
     def __init__(self, name: str, backend: Any, config: ServerConfig) -> None:
@@ -88,28 +93,48 @@ class BackendSlot:
         self.runner = self.backend.runner(
             max_batch_size=self._config.max_batch_size, max_wait_ms=self._config.max_wait_ms, name=self.name
         )
-        self.state = "ready"
+        self.state = "ready" if self._config.self_test is None else "self_testing"
         logger.info("backend %r loaded in %.1f s", self.name, time.perf_counter() - start)
 
-    def require_ready(self) -> JobRunner[ScoreJob, str]:
-        """The runner, or ``BackendNotLoadedError`` saying why there is none yet."""
+    def finish_self_test(self, passed: bool, summary: str) -> None:
+        """The self-test is over: serve (``ready``), or refuse for good (``self_test_failed``)."""
+        if not passed:
+            self.error = summary
+        self.state = "ready" if passed else "self_test_failed"
+
+    def require_ready(self, self_test: bool = False) -> JobRunner[ScoreJob, str]:
+        """The runner, or ``BackendNotLoadedError`` saying why there is none yet; ``self_test``:
+        a request of the self-test itself, served while the state is ``self_testing``."""
         if self._closing:
             raise ServerShuttingDownError("the server is shutting down; retry on another server or later.")
-        if self.state == "ready" and self.runner is not None:
+        serving = ("ready", "self_testing") if self_test else ("ready",)
+        if self.state in serving and self.runner is not None:
             return self.runner
         if self.state == "failed":
             raise BackendLoadFailedError(f"backend {self.name!r} failed to load: {self.error}")
+        if self.state == "self_testing":
+            raise SelfTestingError(
+                f"backend {self.name!r} loaded and is scoring its self-test; retry when GET /health "
+                "returns 200."
+            )
+        if self.state == "self_test_failed":
+            raise SelfTestFailedError(f"backend {self.name!r} failed its {self.error}")
         raise BackendLoadingError(
             f"backend {self.name!r} is still loading; retry when GET /health returns 200."
         )
 
     def admit(
-        self, nframes: int, backend_kwargs: Mapping[str, Any], score_mode: str | None, limits: RequestLimits
+        self,
+        nframes: int,
+        backend_kwargs: Mapping[str, Any],
+        score_mode: str | None,
+        limits: RequestLimits,
+        self_test: bool = False,
     ) -> Admission:
         """Admit a request or raise why not, in this order: not ready (503), a generation budget
         above ``--max-new-tokens`` (422) or bad kwargs (400), a score mode it cannot serve (400),
         prompt overrides no prompt can take in that mode (400)."""
-        runner = self.require_ready()
+        runner = self.require_ready(self_test)
         self.check_budget(backend_kwargs, limits)
         mode = self.score_mode(score_mode)
         try:

@@ -23,6 +23,7 @@ from vlm_reward.server.app import create_app
 from vlm_reward.server.auth import load_api_keys
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.limits import RequestLimits, flag_name
+from vlm_reward.server.self_test import DEFAULT_SELF_TEST_DIR, SelfTestSettings, load_self_test
 from vlm_reward.server.serving import ServingOptions, serve
 
 DEFAULT_BACKEND = "qwen_vl_vllm"
@@ -72,10 +73,44 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE",
         help="import MODULE first so the backends it registers can be used (repeatable)",
     )
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="server log level (default: %(default)s)",
+    )
+    _add_self_test_flags(p)
     _add_access_flags(p)
     _add_connection_flags(p)
     return p
+
+
+def _add_self_test_flags(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group(
+        "self-test (off by default): judge labelled episodes before serving; /health is 503 "
+        "self_testing meanwhile, then 200, or 503 self_test_failed for good"
+    )
+    group.add_argument(
+        "--self-test",
+        nargs="?",
+        const=str(DEFAULT_SELF_TEST_DIR),
+        metavar="DIR",
+        help="a set of labelled episodes (manifest.json + MP4s); without DIR the set shipped with "
+        "the server (LIBERO expert successes, near misses and counterfactuals)",
+    )
+    group.add_argument(
+        "--self-test-tolerance",
+        type=float_at_least(0, strict=False),
+        default=SelfTestSettings.tolerance,
+        metavar="FRACTION",
+        help="largest fraction of the set the judge may misjudge and still serve (default: %(default)s)",
+    )
+    group.add_argument(
+        "--self-test-threshold",
+        type=float_at_least(0, strict=False),
+        default=SelfTestSettings.threshold,
+        help="a score at or above this is the judge's 'success' (default: %(default)s)",
+    )
 
 
 def _add_access_flags(p: argparse.ArgumentParser) -> None:
@@ -156,6 +191,16 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
     except ValueError as exc:
         parser.error(str(exc))
     _check_binding(parser, args, has_keys=api_keys is not None)
+    for flag in ("self_test_tolerance", "self_test_threshold"):
+        if getattr(args, flag) > 1:
+            parser.error(f"--{flag.replace('_', '-')} must be in [0, 1], got {getattr(args, flag)}.")
+    self_test = None
+    if args.self_test is not None:
+        try:
+            load_self_test(args.self_test)  # the server reads it again; a bad set is an error now
+        except ValueError as exc:
+            parser.error(f"--self-test: {exc}")
+        self_test = SelfTestSettings(args.self_test, args.self_test_tolerance, args.self_test_threshold)
     config = ServerConfig(
         backend=args.backend,
         model=args.model,
@@ -169,6 +214,7 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
         metrics_public=args.metrics_public,
         max_inflight_mb=args.max_inflight_mb,
         body_timeout_s=args.body_timeout,
+        self_test=self_test,
     )
     return config, args
 

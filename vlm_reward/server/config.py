@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vlm_reward.server.limits import RequestLimits
+from vlm_reward.server.self_test import SelfTestSettings
 
 # The JSON around a video (task text, kwargs) is small; 1 MiB of slack on top of the
 # base64-inflated video limit keeps the body limit from rejecting what the video limit allows.
@@ -25,13 +26,14 @@ class ServerConfig:
     max_batch_size: int = 8
     max_wait_ms: float = 20.0
     limits: RequestLimits = field(default_factory=RequestLimits)
-    # Access and admission (see vlm_reward.server.auth and the README's "On a shared cluster: keys,
-    # binding, TLS, metrics, drain, connection limits"):
+    # Access and admission (see vlm_reward.server.auth, docs/server/security.md and
+    # docs/server/operations.md):
     api_keys: Any = None  # an ApiKeys (its repr hides the keys), or None: no key needed
     metrics: bool = True  # GET /metrics and the counting behind it (--no-metrics: off)
     metrics_public: bool = False  # GET /metrics without a key
     max_inflight_mb: float | None = 64.0  # request bodies in memory at once; None: unbounded
     body_timeout_s: float | None = 60.0  # deadline for a request's whole body; None: none
+    self_test: SelfTestSettings | None = None  # --self-test: labelled episodes judged before serving
 
     @property
     def max_body_bytes(self) -> int:

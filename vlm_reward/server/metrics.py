@@ -34,7 +34,7 @@ ROUTES = ("/score", "/health", "/backends", "/metrics")
 OTHER = "other"
 NO_BACKEND = "-"
 NO_ERROR = "none"
-BACKEND_STATES = ("loading", "ready", "failed")
+BACKEND_STATES = ("loading", "self_testing", "ready", "failed", "self_test_failed")
 # Seconds: a probability judgement takes tens of milliseconds, a PRIMO-R1 reasoning minutes.
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _ERROR_BODY_CAP = 8192  # an error body is small JSON; never buffer a large response
@@ -61,43 +61,60 @@ class ServerMetrics:
         reg = self.registry
         self.requests = prom.Counter(
             "vlm_reward_requests",
-            "Requests answered.",
+            "Requests answered, by route, status, backend and error type (401s, 413s and 503s included).",
             ["route", "status", "backend", "error_type"],
             registry=reg,
         )
         hist = {"labelnames": ["backend"], "buckets": _BUCKETS, "registry": reg}
         self.queue_wait = prom.Histogram(
-            "vlm_reward_queue_wait_seconds", "From submit to the start of generation.", **hist
+            "vlm_reward_queue_wait_seconds",
+            "From submit to the start of generation (waiting for a batch).",
+            **hist,
         )
         self.decode = prom.Histogram(
             "vlm_reward_video_decode_seconds", "Reading and checking the video.", **hist
         )
         self.model_time = prom.Histogram("vlm_reward_model_seconds", "Generation, start to answer.", **hist)
         self.queued = prom.Gauge(
-            "vlm_reward_jobs_queued", "Jobs waiting for the model.", ["backend"], registry=reg
+            "vlm_reward_jobs_queued",
+            "Jobs waiting for a batch (0 on vLLM, whose engine takes each job at once).",
+            ["backend"],
+            registry=reg,
         )
-        self.running = prom.Gauge("vlm_reward_jobs_running", "Jobs generating.", ["backend"], registry=reg)
+        self.running = prom.Gauge(
+            "vlm_reward_jobs_running",
+            "Jobs generating (on vLLM, the engine's own queue included).",
+            ["backend"],
+            registry=reg,
+        )
         self.prompt_tokens = prom.Counter(
-            "vlm_reward_prompt_tokens", "Prompt tokens read (text and vision).", ["backend"], registry=reg
+            "vlm_reward_prompt_tokens",
+            "Prompt tokens the judge read (text and video), as the backend counted them.",
+            ["backend"],
+            registry=reg,
         )
         self.generated_tokens = prom.Counter(
             "vlm_reward_generated_tokens",
-            "Tokens generated (1 per probability judgement).",
+            "Tokens generated (1 per judgement read from the logits).",
             ["backend"],
             registry=reg,
         )
         self.aborted = prom.Counter(
             "vlm_reward_jobs_aborted",
-            "Jobs stopped before their answer.",
+            "Jobs stopped before their answer: the client left (client_disconnected) or the server "
+            "stopped (shutting_down).",
             ["backend", "reason"],
             registry=reg,
         )
         self.backend_state = prom.Gauge(
-            "vlm_reward_backend_state", "1 for the backend's state.", ["backend", "state"], registry=reg
+            "vlm_reward_backend_state",
+            "1 for the backend's state (loading, ready, failed).",
+            ["backend", "state"],
+            registry=reg,
         )
-        self.draining = prom.Gauge("vlm_reward_draining", "1 while the server drains.", registry=reg)
-        info = prom.Info("vlm_reward_build", "What this server runs.", registry=reg)
-        info.info({"version": version, "backend": ",".join(sorted(self.backends)), "model": model})
+        self.draining = prom.Gauge("vlm_reward_draining", "1 while a SIGTERM drain runs.", registry=reg)
+        self.build_info = prom.Info("vlm_reward_build", "What this server runs.", registry=reg)
+        self.build_info.info({"version": version, "backend": ",".join(sorted(self.backends)), "model": model})
 
     def backend_label(self, backend: str | None) -> str:
         """``backend`` if this server hosts it, else ``-`` (a made-up name adds no series)."""

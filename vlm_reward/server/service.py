@@ -14,6 +14,10 @@ A backend is constructed with the service (cheap: bad ``--backend-kwargs`` fail 
 command line) and loaded in a background thread (:meth:`RewardService.start`), so
 ``/health`` answers 503 while the weights load.
 
+With ``--self-test`` the loader thread then scores the labelled episodes of the self-test set
+through :meth:`RewardService._score` itself (the videos sent inline, as a client may), grades
+them (:func:`vlm_reward.server.self_test.grade`) and lets the slot serve, or refuse for good.
+
 A SIGTERM drains rather than drops (:meth:`RewardService.begin_drain`, then
 :meth:`RewardService.drain`): new requests get 503 ``shutting_down`` at once, the jobs
 already admitted run to their answer within the drain timeout, and only those still
@@ -54,6 +58,7 @@ from vlm_reward.server.backend_slot import Admission, BackendSlot, check_default
 from vlm_reward.server.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.metrics import ServerMetrics
+from vlm_reward.server.self_test import grade, load_self_test, score_cases
 from vlm_reward.server.video_source import LocalVideo, VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")
@@ -71,6 +76,10 @@ class RewardService:
         check_default_budget(self.default_backend, backend, self.limits)
         self.slots = {self.default_backend: BackendSlot(self.default_backend, backend, config)}
         self.video_policy = VideoPolicy.create(config.video_root, self.limits)
+        # A bad self-test set fails here, before the server listens (ValueError).
+        self.self_test_cases = (
+            None if config.self_test is None else load_self_test(config.self_test.directory)
+        )
         self._loader: threading.Thread | None = None
         self.metrics: ServerMetrics | None = None
         self.draining = False
@@ -79,10 +88,30 @@ class RewardService:
     def start(self) -> None:
         """Begin loading the backends in the background so ``/health`` answers meanwhile."""
         slots = list(self.slots.values())
-        self._loader = threading.Thread(
-            target=lambda: [slot.load() for slot in slots], name="backend-loader", daemon=True
-        )
+
+        def load() -> None:
+            for slot in slots:
+                slot.load()
+            self.run_self_test()
+
+        self._loader = threading.Thread(target=load, name="backend-loader", daemon=True)
         self._loader.start()
+
+    def run_self_test(self) -> None:
+        """Score the self-test set on the default backend once it loaded, and let it serve or not."""
+        slot = self.slots[self.default_backend]
+        if self.self_test_cases is None or slot.state != "self_testing":
+            return
+        settings, cases = self.config.self_test, self.self_test_cases
+        logger.info("self-test: scoring %d labelled episodes from %s", len(cases), settings.directory)
+
+        async def score(request: ScoreRequest) -> ScoreResponse:
+            return await self._score(request, None, None, self_test=True)
+
+        outcomes = asyncio.run(score_cases(cases, score, self.limits.max_nframes))
+        report = grade(cases, outcomes, settings.threshold, settings.tolerance)
+        (logger.info if report.passed else logger.error)("%s", report.summary())
+        slot.finish_self_test(report.passed, report.summary())
 
     def shutdown(self) -> None:
         """Answer every queued and running job 503 and release the backends (idempotent)."""
@@ -152,6 +181,7 @@ class RewardService:
         req: ScoreRequest,
         client_gone: asyncio.Future[Any] | None,
         on_backend: Callable[[str], None] | None,
+        self_test: bool = False,
     ) -> ScoreResponse:
         start = time.perf_counter()
         self.limits.check_request(
@@ -163,7 +193,7 @@ class RewardService:
         slot = self.slot_for(req.backend)
         if on_backend is not None:
             on_backend(slot.name)
-        admitted = slot.admit(req.nframes, req.backend_kwargs, req.score_mode, self.limits)
+        admitted = slot.admit(req.nframes, req.backend_kwargs, req.score_mode, self.limits, self_test)
         answer = await self._generate(admitted, req, client_gone)
         prompt = admitted.prompt
         return ScoreResponse(

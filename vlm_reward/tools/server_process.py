@@ -18,7 +18,8 @@ only uses the standard library, so it works wherever ``vlm_reward`` imports.
   leaves a process behind because its start failed. A start that failed is reported as
   soon as it shows, with the server's own sentence: an exit (a missing model path ends the
   server before it listens) quotes its log's ``error:`` line, and a ``/health`` 503
-  ``backend_load_failed`` (the weights will never load) its message.
+  ``backend_load_failed`` (the weights will never load) or ``self_test_failed`` (the judge got
+  its self-test wrong) its message.
 - ``die_with_parent`` (Linux) has the kernel SIGKILL the server when the thread that started
   it ends, so a supervisor that is killed (a Ray actor's process) leaves no server behind.
 """
@@ -183,15 +184,20 @@ def failure_reason(log: str) -> str | None:
     return lines[-1] if lines else None
 
 
+# /health 503 types that never turn into a 200: a failed load, a failed self-test.
+NEVER_READY = ("backend_load_failed", "self_test_failed")
+
+
 def load_failure(reply: HealthReply) -> str | None:
-    """The message of a ``/health`` reply saying the backend failed to load (it never will)."""
+    """The message of a ``/health`` reply saying the backend will never serve: it failed to
+    load, or failed its self-test."""
     if reply.status_code != 503:
         return None
     try:
         error = reply.json().get("error", {})
     except (ValueError, AttributeError):
         return None
-    return error.get("message") if error.get("type") == "backend_load_failed" else None
+    return error.get("message") if error.get("type") in NEVER_READY else None
 
 
 class RewardServerProcess:

@@ -215,9 +215,11 @@ def write_architectures(config_path: Path, architecture: str) -> None:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI entry point: build the checkpoint in OUT_DIR and print its path."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family FAMILY]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m vlm_reward.tools.tiny_checkpoint", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("out_dir", help="directory to write the checkpoint into (created if missing)")
     parser.add_argument(
         "--family",
@@ -225,7 +227,12 @@ def main(argv: list[str] | None = None) -> None:
         default=QWEN2_5_VL.model_type,
         help="architecture family of the checkpoint (default: %(default)s)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI entry point: build the checkpoint in OUT_DIR and print its path."""
+    args = build_parser().parse_args(argv)
     print(build_tiny_checkpoint(args.out_dir, args.family))
 
 

@@ -299,6 +299,11 @@ class SmokeGuard:
             flush=True,
         )
 
+    def stand_down(self, reason: str) -> None:
+        """Stop watching: the run ends on purpose before its last step (e.g. the reward guard)."""
+        self._done.set()
+        print(f"{PREFIX} {reason}; the wiring check stops here.", flush=True)
+
     def _watch(self) -> None:
         """Fail the run when a Ray worker dies or the run outlives ``timeout_s``."""
         warned = False

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Evaluate a VLM reward model against LIBERO's native success (see README, "Evaluating a reward model").
+# Evaluate a VLM reward model against LIBERO's native success (docs/evaluate/index.md).
 #
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh run [options]       roll out, score, report
 #   bash examples/embodiment/scripts/evaluate_reward_model.sh rescore RUN_DIR [options]    another judge

@@ -19,7 +19,7 @@
 # Logs go to logs/<timestamp>-<config>/.
 # With reward_server.enable=True (and a cluster.component_placement.reward_server entry) the run starts
 # its judges on its own Ray cluster and stops them at the end; --dry-run prints and checks their plan
-# (README "Judges on the training's Ray cluster").
+# (docs/server/scaling.md, "Judges on the training's Ray cluster").
 #
 # Ray: RLinf joins a Ray cluster already running on this machine if there is one (ray.init
 # address="auto"), else starts its own; the run prints which. RAY_ADDRESS=HOST:PORT joins that
@@ -49,7 +49,7 @@ if [ -z "${PYTHON:-}" ]; then
   if [ -x "$REPO_PATH/.venv/bin/python" ]; then PYTHON="$REPO_PATH/.venv/bin/python"; else PYTHON=python; fi
 fi
 
-# The repo root goes first so `rlinf.envs.libero.libero_env` is this fork's (see README).
+# The repo root goes first so `rlinf.envs.libero.libero_env` is this fork's (see docs/env/overlay.md).
 export PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}"
 export MUJOCO_GL="${MUJOCO_GL:-egl}"
 export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-egl}"
@@ -99,7 +99,11 @@ printf '%q ' "${CMD[@]}" > "$LOG_FILE"
 echo >> "$LOG_FILE"
 status=0
 "${TIMEOUT[@]}" "${CMD[@]}" 2>&1 | tee -a "$LOG_FILE" || status=$?
-if [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
+# 4: env.train.reward_model.guard (action stop) ended the run after its checkpoint, on purpose
+# (vlm_reward.client.config.GUARD_STOP_EXIT_STATUS).
+if [ "$status" -eq 4 ]; then
+  echo "[run_embodiment] the reward guard stopped the run (exit status 4); see [reward guard] above." | tee -a "$LOG_FILE" >&2
+elif [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
   reason="exit status $status"
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then reason="timed out"; fi
   echo "[run_embodiment] --cpu-smoke FAILED ($reason); the first error is in $LOG_FILE" | tee -a "$LOG_FILE" >&2

@@ -3,7 +3,7 @@
 #
 #   bash examples/embodiment/scripts/start_reward_server.sh BACKEND MODEL_PATH [extra server flags...]
 #
-# BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (see README; old names work). Env: HOST (127.0.0.1),
+# BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (docs/server/backends.md; old names work). Env: HOST (127.0.0.1),
 # PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
 # PYTHON (default: picked by vlm_reward.tools.runtime: .venv's, or .venv-vllm's for a vLLM backend
 # when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600).
@@ -47,13 +47,14 @@ while true; do
     tail -n 20 "$LOG_FILE" >&2
     exit 1
   fi
-  # Prints the /health status; for a backend that failed to load (it never will), also its reason.
+  # Prints the /health status; for a backend that will never serve (it failed to load, or failed
+  # its --self-test: vlm_reward.tools.server_process.NEVER_READY), also the reason.
   status="$("$PYTHON" -c 'import json, sys, urllib.request, urllib.error
 try:
     print(urllib.request.urlopen(sys.argv[1], timeout=5).status)
 except urllib.error.HTTPError as e:
     error = json.loads(e.read() or b"{}").get("error", {}) if e.code == 503 else {}
-    print(e.code, error["message"] if error.get("type") == "backend_load_failed" else "")
+    print(e.code, error["message"] if error.get("type") in ("backend_load_failed", "self_test_failed") else "")
 except Exception:
     print(0)' "http://$HOST:$PORT/health" 2>/dev/null || echo 0)"
   if [ "$status" = "200" ]; then break; fi

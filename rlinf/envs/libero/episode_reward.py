@@ -21,6 +21,12 @@ column in that window, and :meth:`EpisodeRewards.close_window` adds the VLM term
 column of the window's rewards. Every ended episode is collected before its window closes
 and before its env is reset, so no score is ever dropped without an error or a warning.
 
+Who decides that an episode may train on the judge's verdict is the caller's: ``collect``
+asks its ``review`` for each episode, in env order (the env's
+:class:`~vlm_reward.watch.judge_watch.JudgeWatch`, whose guard may stop trusting the judge).
+An episode the review refuses trains on its native success as ``s``, which gives exactly the
+native reward (the simulator's flag is held the same way).
+
 The arithmetic, with ``term = reward_coef * s``: RLinf shaped every step of the window with
 ``s = 0`` for an episode whose score was not known yet, so the exact reward differs by
 ``term`` at the end step and, without ``use_rel_reward`` (``s`` is held), at each later
@@ -33,7 +39,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -44,17 +50,19 @@ from vlm_reward.client.episode_record import Judgement, is_success
 
 logger = logging.getLogger(__name__)
 
-# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...).
-VLM_METRIC_KEYS = (
-    "vlm_scored",  # 1 once the current episode has been scored
-    "vlm_score",  # the score in [0, 1] (the fallback when the call failed)
-    "vlm_success",  # score >= success_threshold
-    "native_success",  # the simulator's success at any step of the episode
-    "vlm_native_agree",  # vlm_success == native_success
-    "vlm_fallback",  # 1 if the fallback score was used
-    "vlm_latency_s",  # wall time of the scoring call, sampling and encoding included
-    "vlm_failovers",  # reward-server replicas that failed before one answered
-)
+# Keys added to infos["episode"] (one value per env; RLinf averages them into env/...), with what
+# each means (the docs' table of env metrics is rendered from this).
+VLM_METRICS: dict[str, str] = {
+    "vlm_scored": "1 once the episode has been scored",
+    "vlm_score": "the score in [0, 1] (the fallback when the call failed)",
+    "vlm_success": "`vlm_score >= success_threshold`",
+    "native_success": "the simulator reported success at some step of the episode",
+    "vlm_native_agree": "`vlm_success == native_success`",
+    "vlm_fallback": "1 if the fallback score was used",
+    "vlm_latency_s": "wall time of the call, frame sampling and MP4 encoding included",
+    "vlm_failovers": "reward-server replicas that failed before one answered (0 with one endpoint)",
+}
+VLM_METRIC_KEYS = tuple(VLM_METRICS)
 
 
 class SignalSettings(Protocol):
@@ -97,6 +105,12 @@ class Scored:
     native_success: bool
     signal: float | None  # s fed to the reward; None in shadow mode
     result: Judgement
+    trained_on_judge: bool  # s came from the verdict (not shadow mode, not refused by the review)
+
+
+# (env, native success, judgement) -> may this episode train on the verdict? Asked once per
+# collected episode, in env order.
+Review = Callable[[int, bool, Judgement], bool]
 
 
 def success_signal(score: float, cfg: SignalSettings) -> float:
@@ -250,13 +264,21 @@ class EpisodeRewards:
         counted = ~self.ended  # this step's end is marked after the step, by record_step
         returns += step_reward * (counted.astype(float) - np.asarray(counted_by_rlinf).astype(float))
 
-    def collect(self, returns: np.ndarray, prev_step_reward: np.ndarray, shaping: Shaping) -> list[Scored]:
+    def collect(
+        self,
+        returns: np.ndarray,
+        prev_step_reward: np.ndarray,
+        shaping: Shaping,
+        review: Review | None = None,
+    ) -> list[Scored]:
         """Wait for every pending score; record metrics and, when training on it, the VLM term.
 
         Raises the first error (in env order) of a scoring call after waiting for all of
-        them (``fail_on_request_error``); nothing is recorded then. Otherwise, per episode:
-        the metrics, and with ``use_for_training`` the held signal, the return's term,
-        ``prev_step_reward``'s term (``use_rel_reward``) and a correction of its window.
+        them (``fail_on_request_error``); nothing is recorded then. Otherwise, per episode
+        in env order: ``review`` (if given) says whether it may train on the verdict; the
+        metrics, and with ``use_for_training`` the held signal (the verdict's, or the native
+        success where the review refused it), the return's term, ``prev_step_reward``'s term
+        (``use_rel_reward``) and a correction of its window.
         """
         unsubmitted = sorted(env for env, (_, future) in self._pending.items() if future is None)
         if unsubmitted:
@@ -272,7 +294,7 @@ class EpisodeRewards:
         if errors:
             raise errors[0]
         return [
-            self._settle(env, position, result, returns, prev_step_reward, shaping)
+            self._settle(env, position, result, returns, prev_step_reward, shaping, review)
             for (env, (position, _)), result in zip(items, results, strict=True)
         ]
 
@@ -284,10 +306,12 @@ class EpisodeRewards:
         returns: np.ndarray,
         prev_step_reward: np.ndarray,
         shaping: Shaping,
+        review: Review | None,
     ) -> Scored:
         native, signal = bool(self._native[env]), None
+        trusted = True if review is None else bool(review(env, native, result))
         if self.settings.use_for_training:
-            signal = success_signal(result.score, self.settings)
+            signal = success_signal(result.score, self.settings) if trusted else float(native)
             term = shaping.reward_coef * signal
             self.signal[env] = signal
             returns[env] += term  # the end step's VLM term, counted once
@@ -296,9 +320,9 @@ class EpisodeRewards:
             self._corrections.append((env, position, signal, shaping))
         for key, value in episode_metrics(result, native, self.settings).items():
             self.metrics[key][env] = value
-        scored = Scored(
-            env, position, int(self._scored_count[env]), int(self._length[env]), native, signal, result
-        )
+        count, length = int(self._scored_count[env]), int(self._length[env])
+        trained = self.settings.use_for_training and trusted
+        scored = Scored(env, position, count, length, native, signal, result, trained)
         self._scored_count[env] += 1
         self.frames[env] = []  # scored: the frames are not needed any more
         return scored

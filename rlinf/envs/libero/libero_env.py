@@ -1,7 +1,8 @@
 """The project's LIBERO environment: RLinf's ``LiberoEnv`` plus an opt-in VLM reward model.
 
 This module is the wiring only: hooks into RLinf's ``LiberoEnv`` that feed the pure
-episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the scoring client
+episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the live watch of the judge
+(:mod:`vlm_reward.watch.judge_watch`: health metrics, canaries, the guard), the scoring client
 (:mod:`vlm_reward.client.scoring`) and the JSONL episode log
 (:mod:`rlinf.envs.libero.episode_log`, lines :class:`vlm_reward.client.episode_record.EpisodeRecord`).
 """
@@ -16,11 +17,13 @@ import torch
 
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
-from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Scored, Shaping
+from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Shaping
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
+from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord, Judgement
 from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 from vlm_reward.ray_replicas.run_key import fetch_into_environ
+from vlm_reward.watch.canaries import canary_counterfactual
+from vlm_reward.watch.judge_watch import Canary, JudgeWatch, ScoredCanary
 
 _upstream = load_installed_module(__name__)
 
@@ -62,12 +65,19 @@ class LiberoEnv(_upstream.LiberoEnv):
       the reward stays native and the VLM is only scored and logged.
     * Info keys: ``infos["episode"]`` of the chunk's last step (and the ``final_info`` of an
       auto-reset) gains ``VLM_METRIC_KEYS`` (values of each env's current episode, 0 until
-      scored); RLinf averages them into ``env/...`` metrics. When training on the VLM
-      reward, ``return`` (and ``reward``, the return per step) is the return trained on: the
-      rewards of the episode's steps up to and including its end step, VLM term included.
-    * Episode log: one JSONL line per scored episode in
-      ``<episode_log_dir>/vlm_episodes_<train|eval>_rank<N>.jsonl``, ``N`` the env worker's
-      rank (``worker_info.rank``; 0 outside a worker).
+      scored) and the judge's live health, the same value in every env (``WATCH_METRIC_KEYS``
+      and the per-task rates of :mod:`vlm_reward.watch.judge_health`); RLinf averages them
+      into ``env/...`` metrics. When training on the VLM reward, ``return`` (and ``reward``,
+      the return per step) is the return trained on: the rewards of the episode's steps up
+      to and including its end step, VLM term included.
+    * Canaries (``canary_rate`` > 0): some native successes are also sent, as a
+      counterfactual, when they end; collected with the episodes, never trained on.
+    * Guard (``guard.enable``): from the episode that trips a ``native`` or ``stop`` guard
+      on, every episode trains on its native success as ``s`` (the native reward);
+      ``stop`` also sets :attr:`reward_guard_stop`, which the training entry point reads.
+    * Episode log: one JSONL line per scored episode (and one per canary, marked ``canary``)
+      in ``<episode_log_dir>/vlm_episodes_<train|eval>_rank<N>.jsonl``, ``N`` the env
+      worker's rank (``worker_info.rank``; 0 outside a worker).
 
     :meth:`set_reward_model` changes the ``reward_model`` block between episodes.
 
@@ -81,6 +91,8 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._rewards: EpisodeRewards | None = None
         self._client: RewardClient | None = None
         self._log: EpisodeLogWriter | None = None
+        self._watch: JudgeWatch | None = None
+        self._env_steps = 0  # steps this env has taken, for the guard's message
         self._worker_rank = worker_rank(worker_info)  # checked before RLinf starts the env processes
         self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
@@ -89,6 +101,8 @@ class LiberoEnv(_upstream.LiberoEnv):
             self._client = RewardClient(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
             self._rewards = EpisodeRewards(num_envs, self._reward_model)
+            tasks = range(self.task_suite.get_num_tasks())  # the label set of the per-task metrics
+            self._watch = JudgeWatch(self._reward_model, tasks, int(self.seed), training=not self.is_eval)
 
     # ---- public surface ---------------------------------------------------------------
 
@@ -107,12 +121,24 @@ class LiberoEnv(_upstream.LiberoEnv):
         """The scoring client in use; None when disabled."""
         return self._client
 
+    @property
+    def judge_watch(self) -> JudgeWatch | None:
+        """The live watch of the judge (health windows, canaries, guard); None when disabled."""
+        return self._watch
+
+    @property
+    def reward_guard_stop(self) -> str | None:
+        """Why the guard (action ``stop``) asks the run to end, or None; the training entry point
+        reads it after each step, saves a checkpoint and exits (see ``train_embodied_agent.py``)."""
+        return None if self._watch is None else self._watch.stop_request
+
     def set_reward_model(self, reward_model: RewardModelConfig | Mapping[str, Any]) -> RewardModelConfig:
         """Use ``reward_model`` (a whole block, validated like the YAML's) for the episodes to come.
 
         Call it between episodes: ``RuntimeError`` while a chunk is running or a score is
         pending. ``enable`` is fixed when the env is built (``ValueError``). The client is
-        rebuilt (endpoint, timeouts, pool) and the episode log reopened if its dir changed.
+        rebuilt (endpoint, timeouts, pool) and the episode log reopened if its dir changed; the
+        judge's watch keeps its windows, canary draws and guard where their settings did not change.
         """
         new = (
             reward_model
@@ -126,6 +152,7 @@ class LiberoEnv(_upstream.LiberoEnv):
             )
         if self._rewards is not None:
             self._rewards.reconfigure(new)  # raises unless between episodes, before anything changes
+            self._watch.reconfigure(new)
             old_client, self._client = self._client, RewardClient(new)
             old_client.close()
             if new.episode_log_dir != self._reward_model.episode_log_dir:
@@ -162,13 +189,13 @@ class LiberoEnv(_upstream.LiberoEnv):
             return super().step(actions, auto_reset)
         if self._rewards.window_open:  # one step of our chunk_step
             return self._recorded_step(actions)
-        self._rewards.open_window()  # called on its own: a chunk of one step
+        self._open_window()  # called on its own: a chunk of one step
         try:
             obs, reward, terminations, truncations, infos = self._recorded_step(actions)
             self._collect(infos)
             self._rewards.close_window(reward.numpy().reshape(-1, 1))
         except BaseException:
-            self._rewards.abandon_window()
+            self._abandon_window()
             raise
         dones = (terminations | truncations).numpy()
         if auto_reset and self.auto_reset and dones.any():
@@ -184,13 +211,13 @@ class LiberoEnv(_upstream.LiberoEnv):
         """
         if self._rewards is None:
             return super().chunk_step(chunk_actions)
-        self._rewards.open_window()
+        self._open_window()
         try:
             obs_list, rewards, terminations, truncations, infos_list = super().chunk_step(chunk_actions)
             self._collect(infos_list[-1])  # without an auto-reset nothing has collected them yet
             self._rewards.close_window(rewards.numpy())
         except BaseException:
-            self._rewards.abandon_window()
+            self._abandon_window()
             raise
         return obs_list, rewards, terminations, truncations, infos_list
 
@@ -229,6 +256,14 @@ class LiberoEnv(_upstream.LiberoEnv):
     def _trains_on_vlm(self) -> bool:
         return self._reward_model.enable and self._reward_model.use_for_training
 
+    def _open_window(self) -> None:
+        self._rewards.open_window()
+        self._watch.new_chunk()
+
+    def _abandon_window(self) -> None:
+        self._rewards.abandon_window()
+        self._watch.abandon()
+
     def _recorded_step(self, actions: Any) -> tuple:
         """One RLinf step without auto-reset; the return counted over the VLM episode; frames recorded.
 
@@ -238,6 +273,7 @@ class LiberoEnv(_upstream.LiberoEnv):
         """
         counted_by_rlinf = ~self.success_once
         obs, reward, terminations, truncations, infos = super().step(actions, auto_reset=False)
+        self._env_steps += 1
         if self._trains_on_vlm:
             self._rewards.count_return(self.returns, self._step_reward, counted_by_rlinf)
             self._publish_return(infos["episode"])
@@ -255,18 +291,56 @@ class LiberoEnv(_upstream.LiberoEnv):
         the chunk ends (or before the env resets)."""
         episode = FinishedEpisode(self.task_descriptions[ended.env], ended.frames, ended.native_success)
         self._rewards.submitted(ended.env, self._client.submit(episode))
+        perturbation = self._watch.canary_for(ended.native_success)
+        if perturbation is not None:
+            self._submit_canary(ended, perturbation)
+
+    def _submit_canary(self, ended: Ended, perturbation: str) -> None:
+        """Start scoring the canary of a native success: the frames the client sends for it,
+        perturbed, under the same instruction (``wrong_task``: the suite's next task's); a
+        native failure by construction, never trained on."""
+        task_id = int(self.task_ids[ended.env])
+        made = canary_counterfactual(
+            ended.frames,
+            self.task_descriptions[ended.env],
+            perturbation,
+            self._reward_model.nframes,
+            hard_negative=self._other_task_text(task_id),
+            seed=(int(self.seed), self._env_steps, ended.env),
+        )
+        if made is None:
+            return
+        future = self._client.submit(FinishedEpisode(made.task_text, list(made.frames), False))
+        self._watch.canary_started(Canary(ended.env, task_id, perturbation), future)
+
+    def _other_task_text(self, task_id: int) -> str | None:
+        count = self.task_suite.get_num_tasks()
+        return None if count < 2 else self.task_suite.get_task((task_id + 1) % count).language
+
+    def _review(self, env: int, native_success: bool, result: Judgement) -> bool:
+        """The watch's say on a collected episode: may it train on the judge's verdict?"""
+        return self._watch.episode(int(self.task_ids[env]), native_success, result, self._env_steps)
 
     def _collect(self, infos: dict) -> None:
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""
         shaping = Shaping(float(self.cfg.reward_coef), bool(self.use_rel_reward))
-        for scored in self._rewards.collect(self.returns, self.prev_step_reward, shaping):
+        cfg = self._reward_model
+        for scored in self._rewards.collect(self.returns, self.prev_step_reward, shaping, self._review):
             if self._log is not None:
-                meta = self._episode_meta(scored)
+                meta = self._episode_meta(scored.env, episode=scored.episode, episode_length=scored.length)
+                trained = scored.trained_on_judge
                 self._log.write(
-                    EpisodeRecord.judged(meta, scored.result, scored.native_success, self._reward_model)
+                    EpisodeRecord.judged(meta, scored.result, scored.native_success, cfg, trained)
                 )
+        for canary in self._watch.collect_canaries(self._env_steps):
+            if self._log is not None:
+                self._log.write(self._canary_record(canary))
         if "episode" in infos:
             infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._rewards.metrics.items()})
+            watch = self._watch.metrics()  # the same in every env: RLinf's mean keeps it
+            infos["episode"].update(
+                {k: torch.full((self.num_envs,), v, dtype=torch.float64) for k, v in watch.items()}
+            )
             if self._trains_on_vlm:
                 self._publish_return(infos["episode"])
 
@@ -279,18 +353,23 @@ class LiberoEnv(_upstream.LiberoEnv):
     def _open_episode_log(self, cfg: RewardModelConfig) -> EpisodeLogWriter | None:
         return open_episode_log(cfg.episode_log_dir, split_name(self.is_eval), self._worker_rank)
 
-    def _episode_meta(self, scored: Scored) -> dict[str, Any]:
-        env = scored.env  # collected before any reset: the ids are still the ended episode's
+    def _canary_record(self, scored: ScoredCanary) -> EpisodeRecord:
+        canary = scored.canary
+        meta = {**self._episode_meta(canary.env), "canary": canary.perturbation}
+        return EpisodeRecord.judged(meta, scored.result, False, self._reward_model, used_for_training=False)
+
+    def _episode_meta(self, env: int, **episode: int) -> dict[str, Any]:
+        """Where env ``env``'s ended episode ran; collected before any reset, so the ids are still
+        the ended episode's. ``episode`` adds its counter and length (``None`` keys are not written)."""
         task_id, trial_id = int(self.task_ids[env]), int(self.trial_ids[env])
         return {
             "split": split_name(self.is_eval),
             "rank": self._worker_rank,
             "seed_offset": int(self.seed_offset),
             "env": env,
-            "episode": scored.episode,
             "task_id": task_id,
             "task_text": self.task_descriptions[env],
             "trial_id": trial_id,
             "reset_state_id": reset_state_id(task_id, trial_id, self.cumsum_trial_id_bins),
-            "episode_length": scored.length,
+            **episode,
         }

@@ -151,8 +151,10 @@ def test_a_data_set_that_cannot_be_told_apart_ends_at_the_class_prior(
     assert "fine-tune failed: the fine-tuned judge gives every training example nearly the same score" in err
     summary = json.loads((out / "finetune.json").read_text())
     assert summary["outcome"] == "class_prior" and "learnt the class prior" in summary["message"]
-    scores = {round(s["after"], 6) for s in summary["training"]["train_scores"]}
-    assert len(scores) == 1, "identical videos, identical P(yes)"
+    scores = [s["after"] for s in summary["training"]["train_scores"]]
+    # Identical videos, identical P(yes) up to float noise (1e-6 seen between two such examples);
+    # rounding to 6 places instead split 0.500127 from 0.500128 at a rounding boundary.
+    assert max(scores) - min(scores) < 1e-5, "identical videos, identical P(yes)"
     assert summary["training"]["final_loss"] == pytest.approx(summary["training"]["prior_floor"], abs=1e-3)
     assert not (out / "model.safetensors").exists(), "no judge written"
     assert "class prior" in (out / "finetune" / "report.html").read_text()

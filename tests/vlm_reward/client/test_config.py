@@ -36,6 +36,7 @@ def test_every_env_yaml_has_the_full_block_with_the_defaults(name: str) -> None:
     block = OmegaConf.load(ENV_CONFIG_DIR / name).reward_model
     parsed = RewardModelConfig.from_mapping(block)
     assert set(block) == set(parsed.model_dump()), "every knob must be spelled out in the YAML"
+    assert set(block.guard) == set(parsed.guard.model_dump()), "and every knob of the guard"
     assert parsed == RewardModelConfig()
 
 
@@ -67,6 +68,29 @@ BAD_BLOCKS = [
     ("key_instead_of_variable", {"api_key_env": "sk-3f9a b2"}, ValueError, "not the key itself"),
     ("variable_starting_with_digit", {"api_key_env": "1KEY"}, ValueError, "api_key_env"),
     ("variable_not_a_string", {"api_key_env": 1}, TypeError, "api_key_env"),
+    ("canary_rate_above_1", {"canary_rate": 1.5}, ValueError, r"reward_model\.canary_rate"),
+    ("unknown_perturbation", {"canary_perturbations": ["mirror"]}, ValueError, "among reversed, frozen"),
+    ("no_perturbation", {"canary_perturbations": []}, ValueError, "canary_perturbations"),
+    ("perturbation_twice", {"canary_perturbations": ["frozen", "frozen"]}, ValueError, "twice"),
+    ("zero_canary_cap", {"canary_max_per_chunk": 0}, ValueError, "canary_max_per_chunk"),
+    ("zero_window", {"health_window": 0}, ValueError, "health_window"),
+    ("guard_misspelled", {"guard": {"windw": 5}}, ValueError, r"unknown key reward_model\.guard\.windw"),
+    ("guard_action", {"guard": {"action": "halt"}}, ValueError, r"guard\.action.*'warn', 'native' or 'stop'"),
+    ("guard_rate", {"guard": {"max_false_positive_rate": 2}}, ValueError, r"guard\.max_false_positive_rate"),
+    ("guard_enable_int", {"guard": {"enable": 1}}, TypeError, r"reward_model\.guard\.enable"),
+    ("guard_not_a_block", {"guard": True}, TypeError, r"reward_model\.guard:"),
+    (
+        "guard_min_above_window",
+        {"guard": {"min_episodes": 30, "window": 20}},
+        ValueError,
+        r"min_episodes \(30\) must be at most window \(20\)",
+    ),
+    (
+        "guard_clear_above_max",
+        {"guard": {"max_false_positive_rate": 0.1, "clear_false_positive_rate": 0.3}},
+        ValueError,
+        r"clear_false_positive_rate \(0\.3\) must be at most max_false_positive_rate \(0\.1\)",
+    ),
 ]
 
 
@@ -113,3 +137,23 @@ def test_api_key_is_read_from_the_named_variable(name: str | None, environ: dict
 def test_a_named_variable_that_is_unset_or_empty_is_an_error(environ: dict) -> None:
     with pytest.raises(ValueError, match=r"REWARD_KEY.*unset or empty"):
         RewardModelConfig(api_key_env="REWARD_KEY").api_key(environ)
+
+
+def test_the_guard_is_a_typed_block_that_replace_and_yaml_keep() -> None:
+    from_yaml = OmegaConf.create(
+        {"guard": {"enable": True, "action": "stop", "window": 8, "min_episodes": 4}}
+    )
+    parsed = RewardModelConfig.from_mapping(from_yaml)
+    assert (parsed.guard.enable, parsed.guard.action, parsed.guard.window) == (True, "stop", 8)
+    assert parsed.replace(canary_rate=0.5).guard == parsed.guard
+    assert parsed.guard.clear_rate == 0.1, "half of max_false_positive_rate unless set"
+
+
+def test_the_added_fields_describe_themselves() -> None:
+    """The configuration reference is generated from these descriptions."""
+    from vlm_reward.client.config import RewardGuardConfig
+
+    added = ["health_window", "canary_rate", "canary_perturbations", "canary_max_per_chunk", "guard"]
+    fields = [RewardModelConfig.model_fields[name] for name in added]
+    fields += list(RewardGuardConfig.model_fields.values())
+    assert all(f.description and "\n" not in f.description for f in fields)

@@ -152,6 +152,19 @@ def test_write_then_read_skips_blank_lines(tmp_path: Path) -> None:
     assert read_episode_log(path) == records
 
 
+def test_canary_lines_are_read_apart_from_the_episodes(tmp_path: Path) -> None:
+    episode = EpisodeRecord.judged({"task_id": 1, "env": 0}, _result(0.9), True, SETTINGS)
+    canary_meta = {"task_id": 1, "env": 0, "canary": "reversed"}
+    canary = EpisodeRecord.judged(canary_meta, _result(0.9), False, SETTINGS, used_for_training=False)
+    path = tmp_path / "vlm_episodes_train_rank0.jsonl"
+    write_episode_log(path, [episode, canary, episode])
+    assert read_episode_log(path) == [episode, episode], "reports and tools read the episodes as before"
+    assert read_episode_log(path, canaries=True) == [canary]
+    line = json.loads(path.read_text().splitlines()[1])
+    assert (line["canary"], line["native_success"], line["used_for_training"]) == ("reversed", False, False)
+    assert canary.is_canary and not episode.is_canary and "canary" not in episode.to_json()
+
+
 SUCCESS = [
     ("below", 0.49, 0.5, False),
     ("at_the_threshold", 0.5, 0.5, True),

@@ -112,8 +112,8 @@ def test_defaults_fit_the_env_default_request_and_primo_r1() -> None:
     assert flag_name("max_video_pixels") == "max-video-pixels"
 
 
-def test_the_readme_protocol_table_lists_every_cap_and_its_default() -> None:
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+def test_the_docs_table_of_caps_lists_every_cap_and_its_default() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "server" / "limits.md").read_text()
     for f in dataclasses.fields(RequestLimits):
         default = str(f.default) if isinstance(f.default, int) else f"{f.default:g}"
-        assert f"`--{flag_name(f.name)}` ({default}" in readme, f.name
+        assert f"`--{flag_name(f.name)}` ({default}" in page, f.name

@@ -1,0 +1,121 @@
+"""MkDocs hooks (``hooks:`` in mkdocs.yml): the generated reference parts, rendered into their pages.
+
+A page asks for a generated part with a line ``<!-- docgen: NAME -->``; :func:`on_page_markdown`
+replaces it with the part rendered from its one definition in the code (:data:`GENERATED`). An
+unknown name fails the build. Each part is rendered once per build and may appear on several pages.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# MkDocs imports this file by path; the project's packages live next to its directory.
+_REPO = str(Path(__file__).resolve().parents[1])
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
+from mkdocs.exceptions import PluginError  # noqa: E402
+
+MARKER = re.compile(r"^<!-- docgen: ([a-z0-9-]+) -->$", re.MULTILINE)
+
+
+def _reward_model_config() -> str:
+    from docgen.config_table import config_table
+    from vlm_reward.client.config import RewardModelConfig
+
+    return config_table(RewardModelConfig)
+
+
+def _reward_server_config() -> str:
+    from docgen.config_table import config_table
+    from vlm_reward.ray_replicas.config import RewardServerConfig
+
+    return config_table(RewardServerConfig, prefix="reward_server.")
+
+
+def _http_api() -> str:
+    from docgen.http_api import error_whens, http_reference, server_schema
+    from vlm_reward import errors
+    from vlm_reward.protocol import ERROR_STATUS, RETRYABLE_STATUSES
+
+    return http_reference(
+        server_schema(), ERROR_STATUS, error_whens(errors.__doc__ or ""), RETRYABLE_STATUSES
+    )
+
+
+def _prometheus_metrics() -> str:
+    from docgen.metrics_table import prometheus_table, server_collectors
+
+    return prometheus_table(server_collectors())
+
+
+def _env_metrics() -> str:
+    from docgen.metrics_table import env_metrics_table
+    from rlinf.envs.libero.episode_reward import VLM_METRICS
+
+    return env_metrics_table(VLM_METRICS)
+
+
+def _judge_health_metrics() -> str:
+    from docgen.metrics_table import env_metrics_table
+    from vlm_reward.watch.judge_watch import WATCH_METRICS
+
+    return env_metrics_table(WATCH_METRICS)
+
+
+def _cli(*names: str) -> Callable[[], str]:
+    def render() -> str:
+        from docgen.cli_reference import command_reference
+        from docgen.commands import python_commands
+
+        commands = python_commands()
+        return command_reference([commands[name] for name in names], level=3)
+
+    return render
+
+
+def _reward_eval_cli() -> str:
+    from docgen.cli_reference import command_reference
+    from docgen.commands import reward_eval_commands
+    from reward_eval.cli import usage
+
+    return f"```text\n{usage()}\n```\n\n" + command_reference(reward_eval_commands().values(), level=3)
+
+
+def _scripts() -> str:
+    from docgen.cli_reference import scripts_reference
+    from docgen.commands import documented_scripts
+
+    return scripts_reference(documented_scripts(), level=3)
+
+
+GENERATED: dict[str, Callable[[], str]] = {
+    "reward-model-config": _reward_model_config,
+    "reward-server-config": _reward_server_config,
+    "http-api": _http_api,
+    "prometheus-metrics": _prometheus_metrics,
+    "env-metrics": _env_metrics,
+    "judge-health-metrics": _judge_health_metrics,
+    "cli-server": _cli("python -m vlm_reward.libero_reward_server"),
+    "cli-reward-eval": _reward_eval_cli,
+    "cli-tools": _cli("python -m vlm_reward.tools.tiny_checkpoint"),
+    "cli-scripts": _scripts,
+}
+
+
+@functools.cache
+def render(name: str) -> str:
+    """The generated part ``name`` (rendered once per process)."""
+    if name not in GENERATED:
+        raise PluginError(f"unknown generated part <!-- docgen: {name} -->; known: {', '.join(GENERATED)}.")
+    return GENERATED[name]()
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any, **kwargs: Any) -> str:
+    """Replace each ``<!-- docgen: NAME -->`` line of a page with the part it names."""
+    return MARKER.sub(lambda match: render(match.group(1)), markdown)
