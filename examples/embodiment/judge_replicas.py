@@ -75,16 +75,21 @@ def judge_settings(cfg: DictConfig) -> Judges | None:
             "env.train.reward_model.enable=True (or env.eval's)."
         )
     if settings.video_root is not None:
-        root = Path(settings.video_root).resolve()
-        for name in envs:
-            videos = cfg.env[name].reward_model.get("temp_video_dir", None)
-            if videos is not None and not Path(str(videos)).resolve().is_relative_to(root):
-                raise ValueError(
-                    f"env.{name}.reward_model.temp_video_dir {videos!r} is outside reward_server.video_root "
-                    f"{settings.video_root!r}: the replicas would refuse every video; put it inside, or "
-                    "leave it null (then it is the video root)."
-                )
+        _check_video_dirs(cfg, envs, settings.video_root)
     return Judges(settings, python)
+
+
+def _check_video_dirs(cfg: DictConfig, envs: list[str], video_root: str) -> None:
+    """``ValueError`` if an env writes its videos outside the replicas' shared video root."""
+    root = Path(video_root).resolve()
+    for name in envs:
+        videos = cfg.env[name].reward_model.get("temp_video_dir", None)
+        if videos is not None and not Path(str(videos)).resolve().is_relative_to(root):
+            raise ValueError(
+                f"env.{name}.reward_model.temp_video_dir {videos!r} is outside reward_server.video_root "
+                f"{video_root!r}: the replicas would refuse every video; put it inside, or leave it null "
+                "(then it is the video root)."
+            )
 
 
 def judges_or_exit(cfg: DictConfig) -> Judges | None:
