@@ -31,6 +31,13 @@ def _reward_model_config() -> str:
     return config_table(RewardModelConfig)
 
 
+def _reward_server_config() -> str:
+    from docgen.config_table import config_table
+    from vlm_reward.ray_replicas.config import RewardServerConfig
+
+    return config_table(RewardServerConfig, prefix="reward_server.")
+
+
 def _http_api() -> str:
     from docgen.http_api import error_whens, http_reference, server_schema
     from vlm_reward import errors
@@ -89,6 +96,7 @@ def _scripts() -> str:
 
 GENERATED: dict[str, Callable[[], str]] = {
     "reward-model-config": _reward_model_config,
+    "reward-server-config": _reward_server_config,
     "http-api": _http_api,
     "prometheus-metrics": _prometheus_metrics,
     "env-metrics": _env_metrics,

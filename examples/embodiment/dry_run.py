@@ -7,13 +7,16 @@ In order, and stopping at the first failure with a message that says what to fix
    rollouts of one initial state);
 3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``
    and that the env's requests (``nframes``, ``max_pixels``) fit the server's caps, which
-   would otherwise refuse every episode with 422;
+   would otherwise refuse every episode with 422; with ``reward_server.enable`` instead (the
+   run starts its judges on its Ray cluster, ``judge_replicas.py``), checks the block before Ray
+   starts and prints the replicas' plan checked against the cluster, starting nothing;
 4. for OpenVLA-OFT, checks the checkpoint at ``actor.model.model_path`` (``oft_checkpoint.py``):
    ``config.json``, norm stats for ``unnorm_key``, and stored weight names and shapes against the
    model built from that config on the meta device (no weights loaded);
 5. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
    resets it and runs one ``chunk_step`` of idle actions. With the reward model on, the
-   episode is cut to that one chunk so the server actually scores it.
+   episode is cut to that one chunk so the server actually scores it (not with
+   ``reward_server``: its replicas only exist while the run does).
 
 Exit status 0 when everything passed, 1 otherwise.
 """
@@ -132,8 +135,9 @@ def check_policy(cfg: DictConfig) -> None:
     )
 
 
-def smoke_env(cfg: DictConfig) -> None:
-    """One env of the train env class: reset and one chunk step of idle actions."""
+def smoke_env(cfg: DictConfig, score: bool = True) -> None:
+    """One env of the train env class: reset and one chunk step of idle actions (scored by the
+    reward server when the reward model is on and ``score``)."""
     from rlinf.envs import get_env_cls
 
     env_cfg = OmegaConf.create(OmegaConf.to_container(cfg.env.train, resolve=True))
@@ -141,6 +145,7 @@ def smoke_env(cfg: DictConfig) -> None:
     with open_dict(env_cfg):
         env_cfg.group_size = 1
         env_cfg.video_cfg.save_video = False
+        env_cfg.reward_model.enable = bool(env_cfg.reward_model.enable and score)
         if env_cfg.reward_model.enable:
             env_cfg.max_episode_steps = chunk  # end the episode so the server scores it
     env_cls = get_env_cls(env_cfg.env_type, env_cfg)
@@ -163,17 +168,43 @@ def smoke_env(cfg: DictConfig) -> None:
         env.env.close()
 
 
+def judge_plan(cfg: DictConfig, judges: Any) -> None:
+    """The ``reward_server`` replicas' plan, checked against the cluster; nothing is started."""
+    from examples.embodiment.judge_replicas import cluster_plan
+    from vlm_reward.ray_replicas.plan import PlanError
+
+    try:
+        plan = cluster_plan(cfg, judges)
+    except PlanError as exc:
+        raise SetupError(str(exc)) from None
+    for line in plan.describe():
+        print(f"[dry-run] reward_server: {line}")
+    print(
+        "[dry-run] reward_server: the plan fits the cluster; the run starts the replicas (not --dry-run), "
+        "so the env step below is not scored"
+    )
+
+
 def run_checks(cfg: DictConfig) -> None:
-    from rlinf.config import validate_cfg
-
+    from examples.embodiment.judge_replicas import judge_settings, validate_with_judges
     from vlm_reward.client.config import RewardModelConfig
+    from vlm_reward.ray_replicas.plan import PlanError
 
-    cfg = validate_cfg(cfg)
+    try:
+        judges = judge_settings(cfg)  # before Ray starts
+    except (ValueError, TypeError) as exc:
+        raise SetupError(str(exc)) from None
+    try:
+        cfg = validate_with_judges(cfg, judges)
+    except PlanError as exc:
+        raise SetupError(str(exc)) from None
     print("[dry-run] config composed and validated by rlinf.config.validate_cfg")
     check_group_sizes(cfg)
     print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
     reward_model = cfg.env.train.reward_model
-    if reward_model.enable:
+    if judges is not None:
+        judge_plan(cfg, judges)
+    elif reward_model.enable:
         parsed = RewardModelConfig.from_mapping(reward_model)
         try:
             api_key = parsed.api_key()
@@ -189,7 +220,7 @@ def run_checks(cfg: DictConfig) -> None:
     else:
         print("[dry-run] reward model off: training on the native LIBERO reward")
     check_policy(cfg)
-    smoke_env(cfg)
+    smoke_env(cfg, score=judges is None)
 
 
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")

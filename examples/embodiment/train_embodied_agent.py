@@ -12,6 +12,9 @@ With ``cpu_smoke.enable`` in the config (``run_embodiment.sh --cpu-smoke``, see
 ``cpu_smoke.SmokeGuard`` (hook check, dead-worker watchdog, hard timeout) and with an actor that
 records its GRPO batches. Without it, nothing of that is imported or run.
 
+With ``reward_server.enable`` the run starts its judges on its own Ray cluster before the workers
+and stops them when it ends (``judge_replicas.py``); without it, nothing of that runs either.
+
 With a reward guard that may stop the run (``env.train.reward_model.guard.action: stop``), the
 env workers and the runner are the ones of :mod:`examples.embodiment.guard_stop`: a stop ends
 the run after its checkpoint with a message and exit status 4 (``GUARD_STOP_EXIT_STATUS``).
@@ -154,23 +157,25 @@ def run_training(runner: Any, smoke_guard: Any) -> None:
 
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")
 def main(cfg: DictConfig) -> None:
-    from rlinf.config import validate_cfg
+    from examples.embodiment.judge_replicas import judges_on_cluster, judges_or_exit, validated_or_exit
 
+    judges = judges_or_exit(cfg)  # a wrong reward_server block stops here, before Ray starts
     guard = start_smoke_guard(cfg)  # before Ray starts: its watchdog also covers a hung start
-    cfg = validate_cfg(cfg)  # starts or joins the Ray cluster (RLinf's Cluster)
+    cfg = validated_or_exit(cfg, judges)  # RLinf's validate_cfg: starts or joins the Ray cluster
     print(json.dumps(OmegaConf.to_container(cfg, resolve=True), indent=2))
     print(f"[run_embodiment] {describe_ray_cluster()}", flush=True)
     if guard is not None:
         guard.expect_workers(cfg)
-    groups = launch_groups(cfg)
-    # The VLM reward is computed inside the env workers, so RLinf's reward worker stays off.
-    runner = runner_cls(cfg)(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
-    runner.init_workers()
-    if guard is not None:
-        guard.check_hooks()
-    run_training(runner, guard)
-    if guard is not None:
-        guard.finish(cfg)
+    with judges_on_cluster(cfg, judges):  # the env workers below get the replicas' endpoints
+        groups = launch_groups(cfg)
+        # The VLM reward is computed inside the env workers, so RLinf's reward worker stays off.
+        runner = runner_cls(cfg)(cfg=cfg, actor=groups["actor"], rollout=groups["rollout"], env=groups["env"])
+        runner.init_workers()
+        if guard is not None:
+            guard.check_hooks()
+        run_training(runner, guard)  # a guard stop exits here: the judges are drained on the way out
+        if guard is not None:
+            guard.finish(cfg)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a server that
 is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
 stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
-vLLM, see :mod:`vlm_reward.tools.runtime`).
+vLLM, see :mod:`vlm_reward.tools.runtime`; ``--replicas N`` starts N of them on a private Ray
+cluster of this machine, see :mod:`..judging.replicas`).
 With a Qwen-VL backend (``qwen_vl_hf``, ``qwen_vl_vllm``, ``PRIMO-R1``) and no
 ``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
 ``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.judging.endpoint import JudgeEndpoint
-from vlm_reward.argtypes import json_object, unit_interval
+from vlm_reward.argtypes import json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
 from vlm_reward.protocol import SCORE_MODES
@@ -31,7 +32,7 @@ from vlm_reward.tools.tiny_families import TINY_FAMILIES
 TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
 DEFAULT_LOCAL_BACKEND = "qwen_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 # Options that configure a server we start, and options only a given --endpoint takes.
-LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family")
+LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family", "replicas", "gpus_per_replica")
 ENDPOINT_ONLY = ("api_key_env", "ca_bundle")
 
 
@@ -94,6 +95,18 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         "--ca-bundle", metavar="PATH", help="PEM bundle verifying an https --endpoint (default: the system's)"
     )
     server.add_argument(
+        "--replicas",
+        type=positive_int,
+        help="local servers to start, placed by a private Ray cluster of this machine; the episodes "
+        "are spread over them (default 1: one server, no Ray)",
+    )
+    server.add_argument(
+        "--gpus-per-replica",
+        type=non_negative_int,
+        help="with --replicas: GPUs of this machine each replica gets (default: 1 each if there are "
+        "enough, else 0)",
+    )
+    server.add_argument(
         "--server-start-timeout",
         type=positive_float,
         default=300.0,
@@ -150,6 +163,8 @@ def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namesp
     if given := _given(args, ENDPOINT_ONLY):
         parser.error(f"{', '.join(given)} only apply to an --endpoint; a local server gets a fresh key.")
     args.backend = args.backend or DEFAULT_LOCAL_BACKEND
+    if args.gpus_per_replica is not None and (args.replicas or 1) < 2:
+        parser.error("--gpus-per-replica goes with --replicas N (N >= 2); one server sees every GPU.")
     if args.model is not None and args.tiny_family is not None:
         parser.error("--tiny-family picks the tiny checkpoint built when no --model is given; drop one.")
     if args.model is None and not has_tiny_model(args.backend):

@@ -32,7 +32,7 @@ class RunSettings:
     backend: str | None = None
     model: str | None = None
     random_model: bool = False
-    endpoint: str | None = None
+    endpoint: str | list[str] | None = None  # a list: the replicas of --replicas
     env_config: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
 

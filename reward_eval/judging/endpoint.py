@@ -18,6 +18,9 @@ inherited by the server while the client sends none. A given ``--endpoint`` gets
 the variable ``--api-key-env`` names; its check asks an authenticated route, so a refused key
 ends the command before any rollout.
 
+With ``--replicas N`` (N > 1) the local judge is N servers on a private Ray cluster of this
+machine instead (:mod:`.replicas`), under the same fresh key; the endpoint is then their list.
+
 These errors are the user's to fix, not bugs: :data:`JUDGE_ERRORS` end a command with their
 one-line message and status 1 (:func:`..job.run_dir.run_command`); a 401 is one of them
 (:class:`vlm_reward.client.http.RewardAuthError`, never a fallback).
@@ -59,10 +62,10 @@ JUDGE_ERRORS = (EndpointUnavailableError, ServerStartError, RewardAuthError)
 
 @dataclass(frozen=True)
 class JudgeEndpoint:
-    """Where a command's calls go: the ``/score`` URL and the variable its client reads the key
-    from (``reward_model.api_key_env``; ``None``: the server takes no key)."""
+    """Where a command's calls go: the ``/score`` URL (a list: replicas) and the variable its
+    client reads the key from (``reward_model.api_key_env``; ``None``: the server takes no key)."""
 
-    url: str
+    url: str | list[str]
     api_key_env: str | None
 
 
@@ -121,16 +124,36 @@ def scoring_endpoint(
         return
     key = secrets.token_urlsafe(32)
     # model is never None here: check_scoring_options + resolve_model see to it.
-    server = local_server(args, str(model), video_root, log_path, key)
-    previous = os.environ.get(LOCAL_KEY_ENV)
-    os.environ[LOCAL_KEY_ENV] = key
+    with local_judge(args, str(model), video_root, log_path, key) as url:
+        previous = os.environ.get(LOCAL_KEY_ENV)
+        os.environ[LOCAL_KEY_ENV] = key  # after the judge started: no server inherits it
+        try:
+            yield JudgeEndpoint(url, LOCAL_KEY_ENV)
+        finally:
+            if previous is None:
+                os.environ.pop(LOCAL_KEY_ENV, None)
+            else:
+                os.environ[LOCAL_KEY_ENV] = previous
+
+
+@contextmanager
+def local_judge(
+    args: argparse.Namespace, model: str, video_root: Path, log_path: Path, key: str
+) -> Iterator[str | list[str]]:
+    """Yield the endpoint of the local judge once it is healthy (a list with ``--replicas`` > 1)
+    and always stop it after."""
+    replicas = getattr(args, "replicas", None) or 1
+    if replicas > 1:
+        from reward_eval.judging.replicas import local_replicas
+
+        with local_replicas(args, model, video_root, log_path.parent / "reward_server", key) as urls:
+            print(f"[reward-eval] {replicas} local {args.backend} replicas on Ray: {', '.join(urls)}")
+            yield urls
+        return
+    server = local_server(args, model, video_root, log_path, key)
     try:
         server.wait_ready(args.server_start_timeout)
         print(f"[reward-eval] local {args.backend} server on {server.endpoint} (log: {log_path})")
-        yield JudgeEndpoint(server.endpoint, LOCAL_KEY_ENV)
+        yield server.endpoint
     finally:
         server.stop()
-        if previous is None:
-            os.environ.pop(LOCAL_KEY_ENV, None)
-        else:
-            os.environ[LOCAL_KEY_ENV] = previous

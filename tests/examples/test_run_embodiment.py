@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,8 +19,8 @@ SCRIPTS = sorted(
 RUN = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
 
 
-def _dry_run(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LOG_ROOT": str(tmp_path / "logs")}
+def _dry_run(tmp_path: Path, *overrides: str, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "LOG_ROOT": str(tmp_path / "logs"), **extra_env}
     return subprocess.run(
         ["bash", str(RUN), "--dry-run", "libero_10_grpo_openvlaoft", *overrides],
         cwd="/",  # callable from any directory
@@ -102,9 +103,9 @@ def test_dry_run_with_the_vlm_reward_against_live_replicas(tmp_path: Path, tiny_
     assert (record["vlm_score"], record["endpoint"]) == (0.8, servers[0].endpoint)
 
 
-def _cpu_smoke(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+def _cpu_smoke(tmp_path: Path, *overrides: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", str(RUN), "--cpu-smoke"],
+        ["bash", str(RUN), "--cpu-smoke", *(["libero_10_grpo_openvlaoft", *overrides] if overrides else [])],
         cwd="/",
         env={**os.environ, "LOG_ROOT": str(tmp_path / "logs"), **env},
         capture_output=True,
@@ -133,3 +134,94 @@ def test_cpu_smoke_stops_before_ray_when_the_hook_cannot_be_imported(tmp_path: P
     assert "[run_embodiment] Ray cluster" not in output, "it failed before starting Ray"
     [log] = (tmp_path / "logs").glob("*/run_embodiment.log")
     assert "+cpu_smoke=tiny" in log.read_text()
+
+
+JUDGE = [
+    "reward_server.enable=True",
+    "env.train.reward_model.enable=True",
+    "reward_server.gpus_per_replica=0",
+]
+MISSING_MODEL = ["reward_server.backend=qwen_vl_hf", "reward_server.model=/nonexistent/judge"]
+TOO_MANY = [
+    "reward_server.backend=qwen_vl_hf",
+    "reward_server.model=Qwen/Qwen2.5-VL-3B-Instruct",  # a hub id: nothing to read before Ray
+    "reward_server.replicas=2",
+    "reward_server.cpus_per_replica=1000",
+    "+cluster.component_placement.reward_server='0:0-1'",
+]
+# (id, mode, overrides, the sentence, whether Ray had to start to find it out)
+BAD_JUDGES = [
+    (
+        "unknown_backend",
+        "--dry-run",
+        ["reward_server.backend=qwen_vl_nope", "reward_server.model=m"],
+        "reward_server.backend: unknown backend 'qwen_vl_nope'",
+        False,
+    ),
+    (
+        "model_path_missing",
+        "--dry-run",
+        MISSING_MODEL,
+        "reward_server.model: model path '/nonexistent/judge' does not exist",
+        False,
+    ),
+    (
+        "model_path_missing_training",
+        "--cpu-smoke",
+        MISSING_MODEL,
+        "reward_server.model: model path '/nonexistent/judge' does not exist",
+        False,
+    ),
+    (
+        "more_replicas_than_the_cluster_can_place",
+        "--dry-run",
+        TOO_MANY,
+        "2 replica(s) of 1000 CPU(s) each",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mode", "overrides", "message", "needs_ray"), [b[1:] for b in BAD_JUDGES], ids=[b[0] for b in BAD_JUDGES]
+)
+def test_a_bad_reward_server_block_stops_the_run_before_training_in_one_sentence(
+    tmp_path: Path, mode: str, overrides: list[str], message: str, needs_ray: bool
+) -> None:
+    if mode == "--dry-run":
+        overrides = [*JUDGE, *overrides, "actor.model.model_path=/nonexistent"]
+        result = _dry_run(tmp_path, *overrides, RAY_ADDRESS="local")  # a private cluster if it starts one
+        expected_code, prefix = 1, "[dry-run] FAILED: "
+    else:
+        result = _cpu_smoke(tmp_path, *JUDGE, *overrides)
+        expected_code, prefix = 2, "[reward_server] FAILED: "
+    output = result.stdout + result.stderr
+    assert result.returncode == expected_code, output[-3000:]
+    [failure] = [line for line in output.splitlines() if line.startswith(prefix)]
+    assert message in failure and failure.endswith("."), failure
+    assert "[dry-run] OK" not in output and "[cpu-smoke] OK" not in output
+    assert ("validated by rlinf" in output) is needs_ray, (
+        "found before Ray starts unless it needs the cluster"
+    )
+
+
+def test_dry_run_prints_the_judges_plan_checked_against_the_cluster_and_starts_none(tmp_path: Path) -> None:
+    judge = [
+        "reward_server.backend=qwen_vl_hf",
+        "reward_server.model=Qwen/Qwen2.5-VL-3B-Instruct",  # a hub id: nothing is loaded by a dry run
+        "reward_server.replicas=2",
+        "reward_server.cpus_per_replica=0",
+        "+cluster.component_placement.reward_server={node_group:node,placement:'0:0-1'}",  # as on GPU nodes
+    ]
+    # The checkpoint check comes right after the plan: it ends the run before any env is built.
+    result = _dry_run(tmp_path, *JUDGE, *judge, "actor.model.model_path=/nonexistent", RAY_ADDRESS="local")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    plan = [line for line in result.stdout.splitlines() if line.startswith("[dry-run] reward_server: ")]
+    assert plan[0].startswith(
+        "[dry-run] reward_server: 2 replica(s) of qwen_vl_hf serving 'Qwen/Qwen2.5-VL-3B-Instruct', 0 GPU(s) "
+        "and 0 CPU(s) each"
+    )
+    assert re.fullmatch(r"\[dry-run\] reward_server:   replica 1: node 0 \([\d.]+\), no GPU", plan[2])
+    assert "the plan fits the cluster; the run starts the replicas (not --dry-run)" in plan[3]
+    assert "[dry-run] FAILED: actor.model.model_path /nonexistent is not a directory" in result.stdout
+    assert "reward_server] replica 0 ready" not in result.stdout + result.stderr, "nothing was started"

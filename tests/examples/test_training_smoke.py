@@ -2,10 +2,13 @@
 
 Each training is a subprocess of the script as a user runs it (private Ray cluster, the tiny
 random-weight OpenVLA-OFT built into the run, 2 envs in one GRPO group, one 8-step action chunk
-per episode, one step; see ``config/cpu_smoke/tiny.yaml``). The VLM run scores against a real
-reward server whose ``score_sequence`` backend hands out 0.2 and 0.9 in arrival order, so the two
-episodes of the group get different scores and GRPO has something to rank. Both runs are module
-fixtures, shared by the checks, and their log dirs feed ``evaluate_reward_model.sh compare``.
+per episode, one step; see ``config/cpu_smoke/tiny.yaml``). The VLM run starts its judges itself
+(``reward_server``: two replicas that Ray places on the run's cluster, 0 GPUs), real reward
+servers whose ``score_sequence`` backend hands out 0.2 and 0.9 to the videos in arrival order,
+so the two episodes of the group get different scores and GRPO has something to rank; while it
+runs, the replica that takes the first job is killed with the job in flight (its episode fails
+over, Ray restarts the replica). Both runs are module fixtures, shared by the checks, and their
+log dirs feed ``evaluate_reward_model.sh compare``.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,13 +31,17 @@ import pytest
 import torch
 from PIL import Image
 
+from examples.embodiment.judge_replicas import RUN_KEY_ENV
 from reward_eval.analysis.training_runs import read_scalars
-from tests.support.server import REPO, ServerProcess
+from tests.support.server import REPO
+from vlm_reward.protocol import API_KEY_ENV
+from vlm_reward.tools.server_process import SERVER_MODULE
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 RUN = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
 COMPARE = REPO / "examples" / "embodiment" / "scripts" / "evaluate_reward_model.sh"
+ENTRY = "train_embodied_agent.py"  # the driver's script
 SCORES = (0.2, 0.9)  # what the server answers, in arrival order: one of each per group of 2
 COEF = 5.0  # reward_coef of libero_10.yaml
 LR = 2e-5  # actor.optim.lr: Adam moves every parameter with a gradient by about this per step
@@ -54,6 +63,7 @@ OFT_PARTS = (
     "language_model.lm_head.weight",
 )
 SMOKE_TIMEOUT_S = 420  # the driver's own limit; the subprocess gets 60 s more
+JOB_HELD_S = 2.0  # each judge job stays in flight this long: time to kill the replica holding one
 
 
 @dataclass(frozen=True)
@@ -100,17 +110,32 @@ def stop_leftovers(log_root: Path, grace_s: float = 10.0) -> list[str]:
     return [f"{p.pid} {p.name()}" for p in left]
 
 
-def run_smoke(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> SmokeRun:
-    """``run_embodiment.sh --cpu-smoke`` from ``/``; fails if it leaves processes behind."""
-    log_root = tmp / "logs"
+def smoke_env(log_root: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a smoke run logging under ``log_root`` (never on another Ray cluster)."""
     full_env = {**os.environ, "LOG_ROOT": str(log_root), "CPU_SMOKE_TIMEOUT": str(SMOKE_TIMEOUT_S)}
     full_env.pop("RAY_ADDRESS", None)
+    return {**full_env, **(env or {})}
+
+
+def run_smoke(
+    tmp: Path,
+    *overrides: str,
+    env: dict[str, str] | None = None,
+    while_running: Callable[[threading.Event], None] | None = None,
+) -> SmokeRun:
+    """``run_embodiment.sh --cpu-smoke`` from ``/``; fails if it leaves processes behind.
+    ``while_running`` runs in a thread beside it, told by its event when the run has ended."""
+    log_root = tmp / "logs"
+    finished = threading.Event()
+    helper = threading.Thread(target=while_running, args=(finished,), daemon=True) if while_running else None
+    if helper is not None:
+        helper.start()
     started = time.monotonic()
     try:
         result = subprocess.run(
             ["bash", str(RUN), "--cpu-smoke", "libero_10_grpo_openvlaoft", *overrides],
             cwd="/",
-            env={**full_env, **(env or {})},
+            env=smoke_env(log_root, env),
             capture_output=True,
             text=True,
             timeout=SMOKE_TIMEOUT_S + 120,
@@ -118,6 +143,9 @@ def run_smoke(tmp: Path, *overrides: str, env: dict[str, str] | None = None) -> 
         )
         wall = time.monotonic() - started
     finally:
+        finished.set()
+        if helper is not None:
+            helper.join(timeout=30)
         left = stop_leftovers(log_root)  # after a timeout too: subprocess.run kills bash only
     assert not left, f"processes left behind (killed now): {left}"
     [log_dir] = log_root.iterdir()
@@ -135,35 +163,74 @@ def native_run(tmp_path_factory: pytest.TempPathFactory) -> SmokeRun:
     return run_smoke(tmp_path_factory.mktemp("native"))
 
 
-@pytest.fixture(scope="module")
-def reward_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
-    tmp = tmp_path_factory.mktemp("server")
-    jobs = tmp / "jobs.jsonl"
-    kwargs = json.dumps({"log_path": str(jobs), "scores": ",".join(map(str, SCORES))})
-    server = ServerProcess(
-        ["--backend", "score_sequence", "--model", "none", "--video-root", "/", "--backend-kwargs", kwargs],
-        tmp / "server.log",
-        plugins=("tests.support.training_backends",),
-    ).wait_ready()
-    try:
-        yield server, jobs
-    finally:
-        server.stop()
+def judges_on_the_cluster(backend: str, model: str, *settings: str) -> list[str]:
+    """Overrides for two judge replicas that the run's Ray cluster places on node 0, 0 GPUs."""
+    rs = "reward_server"
+    return [
+        f"{rs}.enable=True",
+        f"{rs}.backend={backend}",
+        f"{rs}.model={model}",
+        f"{rs}.replicas=2",
+        f"{rs}.gpus_per_replica=0",
+        f"{rs}.cpus_per_replica=0",  # no Ray CPU held: this machine has 2
+        f"+cluster.component_placement.{rs}='0:0-1'",  # two processes on node 0 (no GPUs here)
+        *settings,
+    ]
+
+
+def complete_lines(path: Path) -> list[dict]:
+    """The JSON lines of ``path`` written so far (a line still being written is left out)."""
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text[: text.rfind("\n") + 1].splitlines() if line.strip()]
+
+
+@dataclass
+class ReplicaKill:
+    """Kills the replica that starts the first judge job while the job is in flight, reading the
+    run's key from that server's environment first (for the checks that no file holds it)."""
+
+    jobs: Path  # score_sequence's job log, shared by the replicas
+    pid: int | None = None
+    video: str | None = None
+    key: str | None = None
+
+    def __call__(self, finished: threading.Event) -> None:
+        while not finished.wait(0.05):
+            lines = complete_lines(self.jobs)
+            if lines:
+                server = psutil.Process(lines[0]["pid"])
+                self.key = server.environ()[API_KEY_ENV]
+                server.kill()
+                self.pid, self.video = lines[0]["pid"], lines[0]["video_path"]
+                return
 
 
 @pytest.fixture(scope="module")
-def vlm_run(tmp_path_factory: pytest.TempPathFactory, reward_server) -> SmokeRun:
-    server, _ = reward_server
+def judge_kill(tmp_path_factory: pytest.TempPathFactory) -> ReplicaKill:
+    return ReplicaKill(tmp_path_factory.mktemp("judges") / "jobs.jsonl")
+
+
+@pytest.fixture(scope="module")
+def vlm_run(tmp_path_factory: pytest.TempPathFactory, judge_kill: ReplicaKill) -> SmokeRun:
     tmp = tmp_path_factory.mktemp("vlm")
     rm = "env.train.reward_model"
+    scores = ",".join(map(str, SCORES))
+    kwargs = f"{{log_path:'{judge_kill.jobs}',scores:'{scores}',generate_seconds:{JOB_HELD_S}}}"
+    judges = judges_on_the_cluster(
+        "score_sequence",
+        "none",
+        "reward_server.plugins=[tests.support.training_backends]",
+        f"++reward_server.backend_kwargs={kwargs}",  # ++: the YAML's {} takes no new keys otherwise
+        "reward_server.video_root=/",  # one machine: the replicas read the env's videos by path
+    )
     return run_smoke(
         tmp,
+        *judges,
         f"{rm}.enable=True",
-        f"{rm}.endpoint={server.endpoint}",
-        f"{rm}.backend=score_sequence",
         f"{rm}.binary_reward=False",  # s = score: the reward tells 0.2 from 0.9 exactly
         f"{rm}.keep_temp_video=True",  # the episode log then names each video
         f"{rm}.temp_video_dir={tmp / 'videos'}",
+        while_running=judge_kill,
     )
 
 
@@ -230,8 +297,8 @@ def test_tensorboard_has_training_and_env_metrics(native_run: SmokeRun, vlm_run:
     assert not [t for t in native_run.scalars() if t.startswith("env/vlm_")]
 
 
-def test_episode_log_carries_the_servers_scores(vlm_run: SmokeRun, reward_server) -> None:
-    _, jobs = reward_server
+def test_episode_log_carries_the_servers_scores(vlm_run: SmokeRun, judge_kill: ReplicaKill) -> None:
+    jobs = judge_kill.jobs
     lines = jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")
     served = {job["video_path"]: job for job in jsonl(jobs)}
     assert len(lines) == 2 and len(served) == 2, "one scored episode per env"
@@ -295,3 +362,132 @@ def test_a_hook_that_does_not_load_in_the_workers_fails_clearly(tmp_path: Path) 
     assert "left no marker from ActorGroup:0, RolloutGroup:0, EnvGroup:0 (ran in: none)" in run.output
     assert "RLinf only logs a warning when RLINF_EXT_MODULE fails to import" in run.output
     assert run.wall_s < SMOKE_TIMEOUT_S / 2, "found by the watchdog or RLinf's signal, not the timeout"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """A replica as the run reported it when it came up."""
+
+    endpoint: str
+    server_pid: int
+
+
+def replicas_ready(output: str) -> dict[int, Replica]:
+    """The replicas the run reported ready at its start, by index."""
+    found = re.findall(
+        r"\[reward_server\] replica (\d+) ready in [\d.]+ s: (\S+) on .*?server pid (\d+)", output
+    )
+    return {int(index): Replica(endpoint, int(pid)) for index, endpoint, pid in found}
+
+
+def test_the_judges_are_replicas_that_ray_placed_and_drained_at_the_end(vlm_run: SmokeRun) -> None:
+    out = vlm_run.output
+    assert "[reward_server] 2 replica(s) of score_sequence serving 'none', 0 GPU(s) and 0 CPU(s) each" in out
+    assert "  replica 0: node 0 (" in out and "  replica 1: node 0 (" in out and "no GPU" in out
+    ready = replicas_ready(out)
+    assert sorted(ready) == [0, 1] and "[reward_server] 2 replica(s) healthy; Ray's logs" in out
+    endpoints = [ready[0].endpoint, ready[1].endpoint]
+    assert not any("127.0.0.1" in e for e in endpoints), "a replica listens on its node's address"
+    assert (
+        f"env.train.reward_model: endpoint {endpoints}, api_key_env {RUN_KEY_ENV}, backend score_sequence"
+        in out
+    )
+    assert "[reward_server] stopped 2 replica(s): 2 drained (exit 0)" in out
+    served = {line["endpoint"] for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")}
+    assert served <= set(endpoints)
+
+
+def test_a_replica_killed_mid_run_is_restarted_by_ray_and_costs_no_episode(
+    vlm_run: SmokeRun, judge_kill: ReplicaKill
+) -> None:
+    assert judge_kill.pid is not None, "no judge job started during the run"
+    ready = replicas_ready(vlm_run.output)
+    [killed] = [index for index, replica in ready.items() if replica.server_pid == judge_kill.pid]
+    assert f"[reward_server] replica {killed}: the reward server exited with -9" in vlm_run.output
+    restart = (
+        rf"replica {killed} restarted by Ray and ready in [\d.]+ s: {re.escape(ready[killed].endpoint)} on"
+    )
+    assert re.search(restart, vlm_run.output), "Ray restarted it on the same address and port"
+    lines = {line["video_path"]: line for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")}
+    moved = lines[judge_kill.video]
+    assert moved["failovers"] == 1 and moved["endpoint"] == ready[1 - killed].endpoint
+    assert [line["fallback"] for line in lines.values()] == [False, False]
+    assert vlm_run.scalars()["env/vlm_fallback"][0] == 0.0
+
+
+def files_holding(root: Path, secret: str) -> list[Path]:
+    """Every file under ``root`` whose bytes contain ``secret``."""
+    return [path for path in root.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()]
+
+
+def test_the_run_key_is_in_no_file_the_run_wrote(vlm_run: SmokeRun, judge_kill: ReplicaKill) -> None:
+    key = judge_kill.key
+    assert key is not None and len(key) >= 32, "the replica's server held a fresh key"
+    written = vlm_run.log_dir.parents[1]  # logs (configs, checkpoint, episode log, replica logs), videos
+    assert (vlm_run.log_dir / "reward_server" / "replica0.log").is_file()
+    assert not files_holding(written, key) and not files_holding(judge_kill.jobs.parent, key)
+    assert key not in vlm_run.output
+    [ray_logs] = re.findall(r"Ray's logs of their actors: (\S+)", vlm_run.output)
+    assert (Path(ray_logs) / "runtime_env_agent.log").is_file(), "the log where an exported key would be"
+    assert not files_holding(Path(ray_logs), key)
+
+
+def is_driver(cmdline: list[str]) -> bool:
+    """Whether a command line is the training driver's (``PYTHON .../train_embodied_agent.py ...``)."""
+    return len(cmdline) > 1 and "python" in Path(cmdline[0]).name and cmdline[1].endswith(ENTRY)
+
+
+def test_an_interrupted_run_drains_its_judges_and_leaves_no_process(
+    tmp_path: Path, tiny_qwen_checkpoint: str
+) -> None:
+    """Two replicas of the tiny qwen_vl_hf judge; SIGTERM to the driver once they answer and the
+    training's workers are starting (a scheduler cancelling the job)."""
+    log_root = tmp_path / "logs"
+    judges = judges_on_the_cluster("qwen_vl_hf", tiny_qwen_checkpoint)
+    proc = subprocess.Popen(
+        [
+            "bash",
+            str(RUN),
+            "--cpu-smoke",
+            "libero_10_grpo_openvlaoft",
+            *judges,
+            "env.train.reward_model.enable=True",
+        ],
+        cwd="/",
+        env=smoke_env(log_root),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    lines: list[str] = []
+    healthy = threading.Event()  # the replicas answer /health
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line)
+            if "replica(s) healthy" in line:
+                healthy.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    key = None
+    try:
+        assert healthy.wait(SMOKE_TIMEOUT_S), "".join(lines)[-6000:]
+        servers = [p for p in own_processes(log_root) if SERVER_MODULE in " ".join(p.cmdline())]
+        key = servers[0].environ()[API_KEY_ENV]
+        [driver] = [p for p in own_processes(log_root) if is_driver(p.cmdline())]
+        time.sleep(3)  # into the launch of the training's workers
+        driver.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=180)
+        reader.join(timeout=30)
+    finally:
+        proc.kill()
+        left = stop_leftovers(log_root)
+    output = "".join(lines)
+    assert not left, f"processes left behind (killed now): {left}"
+    # 143 from the SIGTERM, or 1 when Ray's core worker ends the process as it shuts down
+    assert len(servers) == 2 and code != 0, output[-6000:]
+    assert "[reward_server] stopped 2 replica(s): 2 drained (exit 0)" in output
+    assert "[cpu-smoke] OK" not in output and "the run stopped early" in output
+    assert key is not None and not files_holding(log_root, key) and key not in output

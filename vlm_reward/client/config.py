@@ -1,11 +1,11 @@
 """The ``reward_model`` block of the LIBERO env YAML, validated when the env is built.
 
-A typed model: every key of the block is one field below, with its type and range. A
-misspelled or unknown key, a value of the wrong type (``nframes: true``, ``timeout: "120"``)
-or out of range raises ``ValueError``/``TypeError`` whose message names the key and the
-value, so a typo never silently falls back to a default. Ints are accepted where floats
-are expected; nothing else is coerced. The nested ``guard`` block is checked the same way,
-and its errors name the full key (``reward_model.guard.window``).
+A typed model (:class:`vlm_reward.config_block.ConfigBlock`): every key of the block is one field
+below, with its type and range. A misspelled or unknown key, a value of the wrong type
+(``nframes: true``, ``timeout: "120"``) or out of range raises ``ValueError``/``TypeError`` whose
+message names the key and the value, so a typo never silently falls back to a default. Ints are
+accepted where floats are expected; nothing else is coerced. The nested ``guard`` block is checked
+the same way, and its errors name the full key (``reward_model.guard.window``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from vlm_reward.config_block import STRICT, ConfigBlock
 from vlm_reward.perturbations import perturbation_names
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
 
@@ -24,9 +25,6 @@ Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Pydantic's error types that mean "wrong type" (TypeError) rather than "bad value" (ValueError).
-_TYPE_ERRORS = ("_type", "is_instance_of")
-_STRICT = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 GuardAction = Literal["warn", "native", "stop"]
 # How a run that the guard stopped ends (the training entry point exits with it after the checkpoint).
 GUARD_STOP_EXIT_STATUS = 4
@@ -41,7 +39,7 @@ class RewardGuardConfig(BaseModel):
     when ``count_canaries``). The decision is :class:`vlm_reward.watch.guard.RewardGuard`'s.
     """
 
-    model_config = _STRICT
+    model_config = STRICT
 
     enable: bool = Field(False, description="Watch the judge's false-positive rate during training and act.")
     action: GuardAction = Field(
@@ -87,10 +85,10 @@ class RewardGuardConfig(BaseModel):
         return self.clear_false_positive_rate
 
 
-class RewardModelConfig(BaseModel):
+class RewardModelConfig(ConfigBlock):
     """Settings of the VLM reward path; defaults match the user's design."""
 
-    model_config = _STRICT
+    block_name: ClassVar[str] = "reward_model"
 
     enable: bool = Field(
         False, description="Score episodes with the VLM; False: RLinf's LiberoEnv unchanged."
@@ -217,17 +215,6 @@ class RewardModelConfig(BaseModel):
         """The reward-server replicas to spread requests over (one when ``endpoint`` is a string)."""
         return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
 
-    def __init__(self, **values: Any) -> None:
-        try:
-            super().__init__(**values)
-        except ValidationError as exc:
-            raise _readable(exc, values) from None
-
-    @classmethod
-    def from_mapping(cls, block: Mapping[str, Any] | None) -> RewardModelConfig:
-        """Build from the YAML block (a dict or an OmegaConf node); ``None`` means disabled."""
-        return cls() if block is None else cls(**_to_plain_dict(block))
-
     def api_key(self, environ: Mapping[str, str] = os.environ) -> str | None:
         """The servers' API key, read from the variable ``api_key_env`` names (``None``: no key).
 
@@ -243,56 +230,3 @@ class RewardModelConfig(BaseModel):
                 "is unset or empty; export it with the reward server's key (or set api_key_env: null)."
             )
         return key
-
-    def replace(self, **changes: Any) -> RewardModelConfig:
-        """A copy with ``changes`` applied, validated like the YAML block."""
-        return type(self)(**{**self.model_dump(), **changes})
-
-
-def _readable(exc: ValidationError, values: Mapping[str, Any]) -> TypeError | ValueError:
-    """One sentence per bad key; ``TypeError`` if the first problem is a wrong type."""
-    errors = exc.errors()
-    problems: dict[str, list[str]] = {}  # key -> messages (a union type gives one per member)
-    sentences = []
-    for err in errors:
-        path = _key_path(err["loc"])
-        key = ".".join(path)
-        if err["type"] == "extra_forbidden":
-            model = RewardGuardConfig if len(path) > 1 else RewardModelConfig
-            valid = ", ".join(model.model_fields)
-            sentences.append(f"unknown key reward_model.{key}; valid keys: {valid}.")
-            continue
-        message = err["msg"].removeprefix("Value error, ")
-        problems.setdefault(key, []).append(f"{message[0].lower()}{message[1:]}")
-    for key, messages in problems.items():
-        got = _lookup(values, key.split("."))
-        sentences.append(f"reward_model.{key}: {' or '.join(messages)}, got {got!r}.")
-    first = errors[0]["type"]
-    kind = TypeError if any(marker in first for marker in _TYPE_ERRORS) else ValueError
-    return kind(" ".join(sentences))
-
-
-def _key_path(loc: tuple[Any, ...]) -> tuple[str, ...]:
-    """The YAML key of an error's location: ``guard.window`` inside the nested block, else the
-    top-level key alone (a union's location goes on with the member's type, not a key)."""
-    if len(loc) > 1 and loc[0] == "guard":
-        return ("guard", str(loc[1]))
-    return (str(loc[0]),)
-
-
-def _lookup(values: Mapping[str, Any], path: list[str]) -> Any:
-    for part in path:
-        if not isinstance(values, Mapping):
-            return None
-        values = values.get(part)
-    return values
-
-
-def _to_plain_dict(block: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-    except ImportError:  # the config is a plain dict when omegaconf is absent
-        return dict(block)
-    if isinstance(block, DictConfig):
-        return OmegaConf.to_container(block, resolve=True)
-    return dict(block)

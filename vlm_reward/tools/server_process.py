@@ -1,11 +1,11 @@
-"""The reward server as a child process on 127.0.0.1: start it, wait for ``/health``, read its log, stop it.
+"""The reward server as a child process: start it, wait for ``/health``, read its log, stop it.
 
 One launcher for everything that runs a server of its own: the evaluation job's local
-server (``reward_eval``), the end-to-end tests (``tests/support``) and
-the benchmarks (``benchmarks/harness.py``). It starts
-``PYTHON -m vlm_reward.libero_reward_server --host 127.0.0.1 --port PORT ARGS`` with its
-output in a log file, and it only uses the standard library, so it works wherever
-``vlm_reward`` imports.
+server (``reward_eval``), the end-to-end tests (``tests/support``), the benchmarks
+(``benchmarks/harness.py``) and the replicas Ray places (:mod:`vlm_reward.ray_replicas`). It
+starts ``PYTHON -m vlm_reward.libero_reward_server --host HOST --port PORT ARGS`` (HOST is
+127.0.0.1 unless the caller names its node's address) with its output in a log file, and it
+only uses the standard library, so it works wherever ``vlm_reward`` imports.
 
 - ``python`` is the interpreter: for a backend, :func:`vlm_reward.tools.runtime.server_python`
   picks it (the vLLM venv for a vLLM backend when this interpreter has no vLLM); the child
@@ -20,12 +20,16 @@ output in a log file, and it only uses the standard library, so it works whereve
   server before it listens) quotes its log's ``error:`` line, and a ``/health`` 503
   ``backend_load_failed`` (the weights will never load) or ``self_test_failed`` (the judge got
   its self-test wrong) its message.
+- ``die_with_parent`` (Linux) has the kernel SIGKILL the server when the thread that started
+  it ends, so a supervisor that is killed (a Ray actor's process) leaves no server behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -84,10 +88,10 @@ class HealthReply:
         return json.loads(self.text)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
+def free_port(host: str = HOST) -> int:
+    """A TCP port on ``host`` (an address of this machine) that nothing listens on right now."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -138,12 +142,24 @@ def backend_args(
     return args
 
 
-def server_command(python: str, port: int, args: Sequence[str], plugins: Sequence[str] = ()) -> list[str]:
-    """``PYTHON -m vlm_reward.libero_reward_server [--plugin P ...] --host 127.0.0.1 --port PORT ARGS``."""
+def server_command(
+    python: str, port: int, args: Sequence[str], plugins: Sequence[str] = (), host: str = HOST
+) -> list[str]:
+    """``PYTHON -m vlm_reward.libero_reward_server [--plugin P ...] --host HOST --port PORT ARGS``."""
     cmd = [python, "-m", SERVER_MODULE]
     for plugin in plugins:
         cmd += ["--plugin", plugin]
-    return [*cmd, "--host", HOST, "--port", str(port), *args]
+    return [*cmd, "--host", host, "--port", str(port), *args]
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def _kill_with_parent() -> None:
+    """In the child before ``exec``: SIGKILL when the thread that forked it ends (Linux prctl)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
 def stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> int:
@@ -185,13 +201,15 @@ def load_failure(reply: HealthReply) -> str | None:
 
 
 class RewardServerProcess:
-    """``python -m vlm_reward.libero_reward_server`` on 127.0.0.1 as a child process, its log in a file.
+    """``python -m vlm_reward.libero_reward_server`` as a child process, its log in a file.
 
     Started in ``__init__`` without waiting, so a caller can start several servers and then
     :meth:`wait_ready` each. As a context manager it waits for ``/health`` 200 on entry and
     always stops the server on exit. ``args`` are the server options after ``--host`` and
     ``--port`` (see :func:`backend_args`); ``env`` entries override the inherited
-    environment.
+    environment. ``host`` is the address it listens on (127.0.0.1 by default; another one
+    needs an API key, see the server's ``--host``); with ``die_with_parent`` the kernel kills
+    it when the calling thread ends (start it from a thread that lives as long as its owner).
     """
 
     def __init__(
@@ -204,11 +222,14 @@ class RewardServerProcess:
         env: Mapping[str, str] | None = None,
         port: int | None = None,
         repo: Path = REPO,
+        host: str = HOST,
+        die_with_parent: bool = False,
     ) -> None:
         self.python = python or sys.executable
-        self.port = port or free_port()
+        self.host = host
+        self.port = port or free_port(host)
         self.log_path = Path(log_path)
-        self.cmd = server_command(self.python, self.port, args, plugins)
+        self.cmd = server_command(self.python, self.port, args, plugins, host)
         self.stop_grace = stop_grace(args)
         # A server with --ssl-certfile serves https; its own (self-signed) certificate verifies it.
         self.certfile = _flag_value(args, "--ssl-certfile")
@@ -218,7 +239,13 @@ class RewardServerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                self.cmd, cwd=repo, env=child_env, stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                self.cmd,
+                cwd=repo,
+                env=child_env,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_kill_with_parent if die_with_parent else None,
             )
 
     @property
@@ -232,8 +259,9 @@ class RewardServerProcess:
         return self.proc.pid
 
     def url(self, path: str) -> str:
-        """``http(s)://127.0.0.1:PORT`` + ``path``."""
-        return f"{self.scheme}://{HOST}:{self.port}{path}"
+        """``http(s)://HOST:PORT`` + ``path`` (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def log(self) -> str:
         """Everything the server has written so far (stdout and stderr)."""

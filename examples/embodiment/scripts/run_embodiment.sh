@@ -17,6 +17,9 @@
 # examples/embodiment/cpu_smoke/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
 # wiring before GPUs are booked; it does not train a useful policy.
 # Logs go to logs/<timestamp>-<config>/.
+# With reward_server.enable=True (and a cluster.component_placement.reward_server entry) the run starts
+# its judges on its own Ray cluster and stops them at the end; --dry-run prints and checks their plan
+# (docs/server/scaling.md, "Judges on the training's Ray cluster").
 #
 # Ray: RLinf joins a Ray cluster already running on this machine if there is one (ray.init
 # address="auto"), else starts its own; the run prints which. RAY_ADDRESS=HOST:PORT joins that

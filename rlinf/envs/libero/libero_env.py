@@ -21,6 +21,7 @@ from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Shaping
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord, Judgement
 from vlm_reward.client.scoring import FinishedEpisode, RewardClient
+from vlm_reward.ray_replicas.run_key import fetch_into_environ
 from vlm_reward.watch.canaries import canary_counterfactual
 from vlm_reward.watch.judge_watch import Canary, JudgeWatch, ScoredCanary
 
@@ -96,6 +97,7 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
         if self._reward_model.enable:
+            fetch_into_environ(self._reward_model.api_key_env)  # a key the run's driver published
             self._client = RewardClient(self._reward_model)
             self._log = self._open_episode_log(self._reward_model)
             self._rewards = EpisodeRewards(num_envs, self._reward_model)

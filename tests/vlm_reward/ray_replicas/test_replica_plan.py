@@ -1,0 +1,110 @@
+"""The replicas' plan: counts, GPUs kept apart from the training, CPUs Ray can give, what is printed."""
+
+from __future__ import annotations
+
+import pytest
+
+from vlm_reward.ray_replicas.config import RewardServerConfig
+from vlm_reward.ray_replicas.plan import Node, PlanError, ReplicaPlan, ReplicaSlot
+
+NODES = [Node(0, "10.0.0.5", 64.0), Node(1, "10.0.0.6", 64.0)]
+SMALL = [Node(0, "192.0.2.2", 2.0)]  # this machine: 2 CPUs
+TRAINING = {"actor": {(0, str(g)) for g in range(6)}, "rollout": {(0, str(g)) for g in range(6)}}
+
+
+def slot(node: int = 0, *gpus: str) -> ReplicaSlot:
+    return ReplicaSlot(node, NODES[node].ip, f"ray-node-{node}", tuple(gpus))
+
+
+def plan(*slots: ReplicaSlot, **settings: object) -> ReplicaPlan:
+    values = {"enable": True, "model": "/models/judge", "replicas": len(slots), **settings}
+    return ReplicaPlan(RewardServerConfig(**values), "/venv/bin/python", slots)
+
+
+GOOD = [
+    ("one_node_of_8", plan(slot(0, "6"), slot(0, "7")), NODES, TRAINING),
+    ("two_nodes", plan(slot(0, "7"), slot(1, "7")), NODES, {"actor": {(0, "0"), (1, "0")}}),
+    ("two_gpus_each", plan(slot(1, "0", "1"), gpus_per_replica=2), NODES, TRAINING),
+    ("cpu_judges_here", plan(slot(), slot(), gpus_per_replica=0, cpus_per_replica=0), SMALL, {}),
+    ("two_cpu_judges_here", plan(slot(), slot(), gpus_per_replica=0, cpus_per_replica=1), SMALL, {}),
+]
+
+
+@pytest.mark.parametrize(("p", "nodes", "others"), [g[1:] for g in GOOD], ids=[g[0] for g in GOOD])
+def test_a_plan_that_fits_passes(p: ReplicaPlan, nodes: list[Node], others: dict) -> None:
+    p.check(nodes, others)
+
+
+BAD = [
+    (
+        "fewer_placed_than_asked",
+        plan(slot(0, "7"), replicas=2),
+        NODES,
+        {},
+        "cluster.component_placement.reward_server places 1 replica(s), but reward_server.replicas is 2",
+    ),
+    (
+        "gpu_count",
+        plan(slot(0, "6", "7")),
+        NODES,
+        {},
+        "gives replica 0 2 GPU(s) (node 0 (10.0.0.5), GPUs 6,7), but reward_server.gpus_per_replica is 1",
+    ),
+    (
+        "gpu_judge_on_a_node_placement",
+        plan(slot(0)),
+        NODES,
+        {},
+        "gives replica 0 0 GPU(s) (node 0 (10.0.0.5), no GPU), but reward_server.gpus_per_replica is 1",
+    ),
+    (
+        "shares_the_actors_gpu",
+        plan(slot(0, "5"), slot(0, "7")),
+        NODES,
+        TRAINING,
+        "the judge's GPUs overlap the actor's (node 0 GPU 5); give the judge GPUs of its own",
+    ),
+    (
+        "more_cpus_than_the_node_has",
+        plan(slot(), slot(), slot(), gpus_per_replica=0, cpus_per_replica=1),
+        SMALL,
+        {},
+        "3 replica(s) of 1 CPU(s) each on node 0 (192.0.2.2) need 3 CPUs, but it has 2; lower "
+        "reward_server.cpus_per_replica",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "nodes", "others", "message"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_a_plan_the_cluster_cannot_take_is_refused_in_one_sentence(
+    p: ReplicaPlan, nodes: list[Node], others: dict, message: str
+) -> None:
+    with pytest.raises(PlanError) as info:
+        p.check(nodes, others)
+    assert message in str(info.value)
+    assert str(info.value).endswith(".") and "\n" not in str(info.value)
+
+
+def test_the_server_args_carry_the_judge_and_the_drain_never_a_key() -> None:
+    p = plan(
+        slot(0, "6"),
+        backend="qwen_vl_hf",
+        backend_kwargs={"prompt": "yes_no"},
+        drain_timeout_s=12.5,
+        server_args=["--max-batch-size", "4"],
+        video_root="/shared/videos",
+    )
+    assert p.server_args() == [
+        "--backend", "qwen_vl_hf", "--model", "/models/judge", "--video-root", "/shared/videos",
+        "--backend-kwargs", '{"prompt": "yes_no"}', "--drain-timeout", "12.5", "--max-batch-size", "4",
+    ]  # fmt: skip
+
+
+def test_the_description_says_what_runs_where() -> None:
+    p = plan(slot(0, "6"), slot(1, "6"), max_restarts=-1)
+    assert p.describe() == [
+        "2 replica(s) of qwen_vl_vllm serving '/models/judge', 1 GPU(s) and 1 CPU(s) each, run by "
+        "/venv/bin/python; Ray restarts a replica without limit; videos sent inline",
+        "  replica 0: node 0 (10.0.0.5), GPUs 6",
+        "  replica 1: node 1 (10.0.0.6), GPUs 6",
+    ]
