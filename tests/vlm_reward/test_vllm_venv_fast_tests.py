@@ -22,8 +22,9 @@ from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/backends/test_backend_qwen_vl_hf.py",)
-# Reads the env YAMLs with OmegaConf, which only the env's venv has (the client itself does not need it).
-ENV_ONLY = ("tests/vlm_reward/client/test_config.py",)
+# Read the env and training YAMLs with OmegaConf, which only the env's venv has (the client and the
+# replica code do not need it).
+ENV_ONLY = ("tests/vlm_reward/client/test_config.py", "tests/vlm_reward/ray_replicas/test_replica_config.py")
 # A floor on what must run: 360 tests ran here when this was written; a run that collects
 # far fewer (a broken conftest, a wrong path) must not pass as green.
 MIN_PASSED = 300
