@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -216,6 +215,7 @@ def timed_steps(step: Any, repeats: int, device: str) -> tuple[list[float], floa
 
 def measure_family(family: str, entry: dict[str, Any], args: argparse.Namespace) -> None:
     """Build ``family`` at full size, make it trainable, and time a step and a scoring pass per size."""
+    from benchmarks.harness import print_table
     from reward_eval.finetune.lora import make_trainable
     from reward_eval.finetune.readout import target_index
     from reward_eval.finetune.trainer import Item, make_optimizer
@@ -230,33 +230,36 @@ def measure_family(family: str, entry: dict[str, Any], args: argparse.Namespace)
     optimizer = make_optimizer(model, LORA["lr"])
     name = f"tiny {family}" if args.tiny else FULL_SIZE[family]["name"]
     print(
-        f"{name} ({total / 1e9:.2f} B parameters, random weights): weights {weights:.1f} GiB in bf16; "
+        f"\n{name} ({total / 1e9:.2f} B parameters, random weights): weights {weights:.1f} GiB in bf16; "
         f"LoRA rank {LORA['rank']} trains {trained / 1e6:.1f} M"
     )
     target = target_index(entry["answer_scale"], True)
+    rows = []
     for label, example in entry["examples"].items():
+        print(f"  {label}: {example['input_ids'].shape[1]} prompt tokens")
         inputs = device_inputs(example, args.device)
         item = Item(label, lambda inputs=inputs: inputs, target, 1.0)
-        report = measure_example(model, optimizer, item, entry["tokens"], args)
-        print(f"  {label}, {example['input_ids'].shape[1]} prompt tokens: {report}")
+        rows += measure_example(model, optimizer, item, entry["tokens"], args)
+    print_table(f"{name}: one example, LoRA training step and scoring pass", rows)
 
 
-def measure_example(model: Any, optimizer: Any, item: Any, tokens: Any, args: argparse.Namespace) -> str:
-    """One example's training step and scoring pass, timed; their peaks (a line of the table)."""
+def measure_example(
+    model: Any, optimizer: Any, item: Any, tokens: Any, args: argparse.Namespace
+) -> list[Any]:
+    """One example's training step and scoring pass, timed, and their peaks: rows of the table."""
+    from benchmarks.harness import Row, Stats
     from reward_eval.finetune.trainer import read_scores, train_step
 
     step_s, step_peak = timed_steps(
         lambda: train_step(model, optimizer, [item], tokens, 1.0), args.repeats, args.device
     )
     score_s, score_peak = timed_steps(lambda: read_scores(model, [item], tokens), args.repeats, args.device)
-    return (
-        f"training step (1 example) {_stats(step_s)} s, peak {step_peak:.1f} GiB; "
-        f"scoring {_stats(score_s)} s, peak {score_peak:.1f} GiB"
-    )
-
-
-def _stats(values: list[float]) -> str:
-    return f"median {statistics.median(values):.3f} (min {min(values):.3f}, max {max(values):.3f})"
+    return [
+        Row(f"{item.key}: training step", Stats.of(step_s), "s"),
+        Row(f"{item.key}: training step's peak", Stats.of([step_peak]), "GiB"),
+        Row(f"{item.key}: scoring pass", Stats.of(score_s), "s"),
+        Row(f"{item.key}: scoring pass's peak", Stats.of([score_peak]), "GiB"),
+    ]
 
 
 def measure(args: argparse.Namespace) -> None:
@@ -265,11 +268,14 @@ def measure(args: argparse.Namespace) -> None:
     import torch
     import transformers
 
+    from benchmarks.harness import header
+
     saved = torch.load(args.path, weights_only=False)
+    header("One LoRA step of a full-size judge" + (" (tiny sizes)" if args.tiny else ""))
     where = torch.cuda.get_device_name() if args.device.startswith("cuda") else "CPU"
     print(
-        f"# {time.strftime('%Y-%m-%d %H:%M:%S')}, {where}, torch {torch.__version__}, "
-        f"transformers {transformers.__version__}, peft {peft.__version__}"
+        f"# on {where}, torch {torch.__version__}, transformers {transformers.__version__}, "
+        f"peft {peft.__version__}"
     )
     for family, entry in saved.items():
         measure_family(family, entry, args)  # returns with the model freed
@@ -280,7 +286,9 @@ def measure(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
-    sub.add_parser("prepare", help="build the inputs here (needs .venv)").add_argument("path", type=Path)
+    sub.add_parser("prepare", help="build the inputs here (a set-up venv; see above)").add_argument(
+        "path", type=Path
+    )
     run = sub.add_parser("measure", help="train and score on the GPU")
     run.add_argument("path", type=Path)
     run.add_argument("--repeats", type=int, default=5, help="timed steps per size (default %(default)s)")
