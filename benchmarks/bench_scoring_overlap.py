@@ -64,11 +64,10 @@ def _add_args(parser: argparse.ArgumentParser) -> None:
 @contextmanager
 def _env(num_envs: int, reward_model: dict[str, Any] | None) -> Iterator[Any]:
     """An eval-mode LiberoEnv (resets to the same states rebuild nothing), closed after."""
-    from omegaconf import OmegaConf
-
+    from reward_eval.job.env_config import load_env_config
     from rlinf.envs import get_env_cls
 
-    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg = load_env_config(ENV_CONFIG)
     cfg.max_episode_steps, cfg.is_eval, cfg.auto_reset = EPISODE, True, False
     for key, value in (reward_model or {}).items():
         cfg.reward_model[key] = value

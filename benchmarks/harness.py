@@ -212,11 +212,10 @@ def libero_env(
     ``reward_model`` entries are set on the YAML's ``reward_model`` block, e.g.
     ``{"enable": True, "endpoint": ...}``.
     """
-    from omegaconf import OmegaConf
-
+    from reward_eval.job.env_config import load_env_config
     from rlinf.envs import get_env_cls
 
-    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg = load_env_config(ENV_CONFIG)
     cfg.max_episode_steps = max_episode_steps
     for key, value in (reward_model or {}).items():
         cfg.reward_model[key] = value

@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO))
 from omegaconf import OmegaConf  # noqa: E402
 
 from reward_eval.analysis.episode_log import episode_logs, kept_episodes  # noqa: E402
+from reward_eval.job.env_config import load_env_config  # noqa: E402
 from reward_eval.job.paths import ENV_CONFIG  # noqa: E402
 from reward_eval.judging.counterfactuals import decode_frames  # noqa: E402
 from vlm_reward.perturbations import Source, perturb  # noqa: E402
@@ -46,7 +47,7 @@ PERTURBATIONS = ("reversed", "frozen", "clipped")
 
 def roll_out(work: Path) -> Path:
     """The expert's run (kept videos) in ``work/run``."""
-    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg = load_env_config(ENV_CONFIG)
     cfg.init_params.camera_heights = cfg.init_params.camera_widths = CAMERA
     env_config = work / f"libero_10_{CAMERA}px.yaml"
     OmegaConf.save(cfg, env_config)

@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
+# The training configs' root (Hydra's config dir, where the reward_model group lives) and the
+# env YAML the commands default to.
+CONFIG_ROOT = REPO / "examples" / "embodiment" / "config"
+ENV_CONFIG = CONFIG_ROOT / "env" / "libero_10.yaml"
 
 
 def put_repo_first() -> None:

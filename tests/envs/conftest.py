@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from reward_eval.job.env_config import load_env_config
+
 ENV_CONFIG_DIR = Path(__file__).resolve().parents[2] / "examples" / "embodiment" / "config" / "env"
 
 
 def libero_cfg(suite: str = "libero_10", **overrides: Any) -> DictConfig:
     """The repo's env YAML for ``suite`` with dotted-key overrides applied (``reward_model.enable=True``)."""
-    cfg = OmegaConf.load(ENV_CONFIG_DIR / f"{suite}.yaml")
+    cfg = load_env_config(ENV_CONFIG_DIR / f"{suite}.yaml")
     for key, value in overrides.items():
         OmegaConf.update(cfg, key, value, force_add=True)
     return cfg

@@ -84,3 +84,26 @@ def test_group_size_override_follows_the_algorithm(tmp_path: Path) -> None:
 
 def test_composing_leaves_the_environment_alone(variant) -> None:
     assert os.environ.get("EMBODIED_PATH") == EMBODIED_PATH_BEFORE
+
+
+SUITES = ("libero_10", "libero_90", "libero_goal", "libero_object", "libero_spatial")
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=SUITES)
+def test_each_suite_composes_in_a_training_config_as_every_reader_loads_it(
+    suite: str, tmp_path: Path
+) -> None:
+    """A training config's ``env/<suite>@env.train`` entry and :func:`load_env_config` give one env
+    block per suite (the training config names its suite in its defaults list, as this one does)."""
+    from omegaconf import OmegaConf
+
+    from reward_eval.job.env_config import load_env_config
+
+    (tmp_path / "train.yaml").write_text(
+        f"defaults:\n  - env/{suite}@env.train\n  - _self_\n\n"
+        f"hydra:\n  searchpath:\n    - file://{EMBODIED / 'config'}\n"
+    )
+    with initialize_config_dir(config_dir=str(tmp_path), version_base="1.1"):
+        composed = OmegaConf.to_container(compose("train").env.train, resolve=False)
+    assert composed == OmegaConf.to_container(load_env_config(EMBODIED / "config" / "env" / f"{suite}.yaml"))
+    assert composed["task_suite_name"] == suite and composed["reward_model"]["enable"] is False

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from reward_eval.job.env_config import load_env_config
 from reward_eval.job.paths import ENV_CONFIG
 from tests.support.server import REPO
 from vlm_reward.protocol import API_KEY_ENV
@@ -86,7 +87,7 @@ def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoi
 def expert_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoint: str) -> EvalRun:
     """The expert's successes and near miss (see the module docstring), kept videos, no audit."""
     root = tmp_path_factory.mktemp("expert-run")
-    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg = load_env_config(ENV_CONFIG)
     cfg.init_params.camera_heights = cfg.init_params.camera_widths = EXPERT_CAMERA
     OmegaConf.save(cfg, root / "libero_10_128px.yaml")
     result = run_reward_eval(

@@ -29,6 +29,9 @@ GuardAction = Literal["warn", "native", "stop"]
 # How a run that the guard stopped ends (the training entry point exits with it after the checkpoint).
 GUARD_STOP_EXIT_STATUS = 4
 DEFAULT_CANARY_PERTURBATIONS = ("reversed", "frozen", "clipped")
+# The tag of the fields that change what the judge is asked (the request's content, not where it
+# goes or what is done with the answer): every path that judges must send them as configured.
+ASKS_JUDGE = {"asks_judge": True}
 
 
 class RewardGuardConfig(BaseModel):
@@ -100,10 +103,14 @@ class RewardModelConfig(ConfigBlock):
     )
     timeout: Positive = Field(120.0, description="Seconds per scoring request.")
     nframes: PositiveInt = Field(
-        DEFAULT_NFRAMES, description="Frames sampled uniformly over the episode (first and last included)."
+        DEFAULT_NFRAMES,
+        description="Frames sampled uniformly over the episode (first and last included).",
+        json_schema_extra=ASKS_JUDGE,
     )
     max_pixels: PositiveInt = Field(
-        DEFAULT_MAX_PIXELS, description="Pixels per frame (256 * 28 * 28), applied by the server."
+        DEFAULT_MAX_PIXELS,
+        description="Pixels per frame (256 * 28 * 28), applied by the server.",
+        json_schema_extra=ASKS_JUDGE,
     )
     backend: str | None = Field(
         "qwen_vl_vllm",
@@ -112,8 +119,13 @@ class RewardModelConfig(ConfigBlock):
     backend_kwargs: dict[str, Any] = Field(
         default_factory=dict,
         description="Per-request overrides, e.g. {prompt: primo, max_new_tokens: 256}.",
+        json_schema_extra=ASKS_JUDGE,
     )
-    video_fps: Positive = Field(DEFAULT_VIDEO_FPS, description="Frame rate of the MP4 sent to the server.")
+    video_fps: Positive = Field(
+        DEFAULT_VIDEO_FPS,
+        description="Frame rate of the MP4 sent to the server.",
+        json_schema_extra=ASKS_JUDGE,
+    )
     fail_on_request_error: bool = Field(
         False, description="True: stop on a failed request instead of using the fallback."
     )
@@ -140,7 +152,9 @@ class RewardModelConfig(ConfigBlock):
         False, description="True: send the MP4 in the request as base64 (no shared filesystem needed)."
     )
     score_mode: ScoreMode | None = Field(
-        None, description="How the server reads the answer as a score; null: the backend's default."
+        None,
+        description="How the server reads the answer as a score; null: the backend's default.",
+        json_schema_extra=ASKS_JUDGE,
     )
     max_concurrency: PositiveInt = Field(
         16, description="Episodes scored in parallel when several end in one chunk_step."
@@ -148,7 +162,12 @@ class RewardModelConfig(ConfigBlock):
     max_retries: Annotated[int, Field(ge=0)] = Field(
         1, description="Retry rounds over the replicas, for connection errors and 503/504 only."
     )
-    episode_log_dir: str | None = Field(None, description="Directory of the JSONL episode log; null: no log.")
+    episode_log_dir: str | None = Field(
+        None,
+        description="Directory of the JSONL episode log; null: no log. The env YAMLs default to the "
+        "training run's log dir.",
+        json_schema_extra={"yaml": "${oc.select:runner.logger.log_path,null}"},
+    )
     replica_cooldown_s: Positive = Field(
         30.0, description="Seconds a replica that refused, timed out or answered 503/504 is skipped."
     )
@@ -230,3 +249,12 @@ class RewardModelConfig(ConfigBlock):
                 "is unset or empty; export it with the reward server's key (or set api_key_env: null)."
             )
         return key
+
+
+def judge_facing_keys() -> tuple[str, ...]:
+    """The ``reward_model`` keys tagged as changing what the judge is asked, in declaration order."""
+    return tuple(
+        name
+        for name, field in RewardModelConfig.model_fields.items()
+        if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get("asks_judge")
+    )

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from reward_eval.job.env_config import load_env_config
 from reward_eval.job.paths import ENV_CONFIG
 from tests.conftest import moving_square_frames
 from vlm_reward.video_io import encode_mp4
@@ -28,7 +29,7 @@ TASK_TEXT = "put both the alphabet soup and the tomato sauce in the basket"
 @pytest.fixture(scope="session")
 def small_judge_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """libero_10.yaml with :data:`SMALL_JUDGE` in its reward_model block."""
-    cfg = OmegaConf.load(ENV_CONFIG)
+    cfg = load_env_config(ENV_CONFIG)
     for key, value in SMALL_JUDGE.items():
         cfg.reward_model[key] = value
     path = tmp_path_factory.mktemp("env-config") / "libero_10_small_judge.yaml"

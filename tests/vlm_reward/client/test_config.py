@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
+from reward_eval.job.env_config import load_env_config
 from tests.envs.conftest import ENV_CONFIG_DIR
 from vlm_reward.client.config import RewardModelConfig
 
@@ -33,7 +34,7 @@ def test_defaults_are_the_designed_ones() -> None:
 
 @pytest.mark.parametrize("name", ENV_YAMLS, ids=ENV_YAMLS)
 def test_every_env_yaml_has_the_full_block_with_the_defaults(name: str) -> None:
-    block = OmegaConf.load(ENV_CONFIG_DIR / name).reward_model
+    block = load_env_config(ENV_CONFIG_DIR / name).reward_model
     parsed = RewardModelConfig.from_mapping(block)
     assert set(block) == set(parsed.model_dump()), "every knob must be spelled out in the YAML"
     assert set(block.guard) == set(parsed.guard.model_dump()), "and every knob of the guard"
