@@ -87,6 +87,14 @@ def _reward_eval_cli() -> str:
     return f"```text\n{usage()}\n```\n\n" + command_reference(reward_eval_commands().values(), level=3)
 
 
+def _exit_statuses() -> str:
+    from docgen.exit_statuses import exit_status_reference
+    from reward_eval.exit_statuses import REGISTRY as REWARD_EVAL
+    from vlm_reward.exit_statuses import REGISTRY
+
+    return exit_status_reference([*REWARD_EVAL, *REGISTRY])
+
+
 def _scripts() -> str:
     from docgen.cli_reference import scripts_reference
     from docgen.commands import documented_scripts
@@ -105,6 +113,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "cli-reward-eval": _reward_eval_cli,
     "cli-tools": _cli("python -m vlm_reward.tools.tiny_checkpoint"),
     "cli-scripts": _scripts,
+    "exit-statuses": _exit_statuses,
 }
 
 
