@@ -123,3 +123,9 @@ def test_a_command_is_registered_once_per_mode() -> None:
     for entry in REGISTRY:
         codes = [status.code for status in entry.statuses]
         assert len(codes) == len(set(codes)), f"{_entry_id(entry)}: a status registered twice"
+
+
+def test_every_script_that_exits_with_a_status_of_its_own_is_registered() -> None:
+    scripts = sorted(p for top in ("scripts", "examples", "benchmarks") for p in (REPO / top).rglob("*.sh"))
+    exiting = {str(p.relative_to(REPO)) for p in scripts if list(shell_exits(p.read_text()))}
+    assert exiting and exiting <= set(SOURCES), sorted(exiting - set(SOURCES))
