@@ -88,26 +88,34 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[ServerConfig, argpa
         except ImportError as exc:
             parser.error(f"--plugin {module}: cannot import it ({exc}).")
     try:
-        canonical_name(args.backend)
-    except ValueError as exc:
-        parser.error(f"--backend: {exc}")
-    if not os.path.isdir(args.video_root):
-        parser.error(f"--video-root {args.video_root!r} is not an existing directory.")
-    try:
         api_keys = load_api_keys(launch.api_key_file)
     except ValueError as exc:
         parser.error(str(exc))
+    config = read(
+        ServerConfig,
+        args,
+        limits=read(RequestLimits, args),
+        api_keys=api_keys,
+        self_test=read_optional(SelfTestSettings, args),
+    )
+    _check_judge(parser, config)
     _check_binding(parser, read(ServingOptions, args), launch, has_keys=api_keys is not None)
-    self_test = read_optional(SelfTestSettings, args)
-    if self_test is not None:
+    return config, args
+
+
+def _check_judge(parser: argparse.ArgumentParser, config: ServerConfig) -> None:
+    """What the judge needs from this machine: a registered backend, the video root, the self-test set."""
+    try:
+        canonical_name(config.backend)
+    except ValueError as exc:
+        parser.error(f"--backend: {exc}")
+    if not os.path.isdir(config.video_root):
+        parser.error(f"--video-root {config.video_root!r} is not an existing directory.")
+    if config.self_test is not None:
         try:
-            load_self_test(self_test.directory)  # the server reads it again; a bad set is an error now
+            load_self_test(config.self_test.directory)  # the server reads it again; a bad set is an error now
         except ValueError as exc:
             parser.error(f"--self-test: {exc}")
-    config = read(
-        ServerConfig, args, limits=read(RequestLimits, args), api_keys=api_keys, self_test=self_test
-    )
-    return config, args
 
 
 def is_loopback(host: str) -> bool:
