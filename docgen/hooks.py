@@ -87,6 +87,22 @@ def _reward_eval_cli() -> str:
     return f"```text\n{usage()}\n```\n\n" + command_reference(reward_eval_commands().values(), level=3)
 
 
+def _episode_log_keys() -> str:
+    from docgen.episode_log import episode_log_keys
+    from vlm_reward.client import episode_record as line
+
+    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *line.JUDGE_KEYS)
+    return episode_log_keys(line.EpisodeRecord, keys, line.REQUIRED_KEYS)
+
+
+def _exit_statuses() -> str:
+    from docgen.exit_statuses import exit_status_reference
+    from reward_eval.exit_statuses import REGISTRY as REWARD_EVAL
+    from vlm_reward.exit_statuses import REGISTRY
+
+    return exit_status_reference([*REWARD_EVAL, *REGISTRY])
+
+
 def _scripts() -> str:
     from docgen.cli_reference import scripts_reference
     from docgen.commands import documented_scripts
@@ -105,6 +121,8 @@ GENERATED: dict[str, Callable[[], str]] = {
     "cli-reward-eval": _reward_eval_cli,
     "cli-tools": _cli("python -m vlm_reward.tools.tiny_checkpoint"),
     "cli-scripts": _scripts,
+    "exit-statuses": _exit_statuses,
+    "episode-log-keys": _episode_log_keys,
 }
 
 

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from reward_eval.job.quiet import silence_known_noise
+from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
 
 PROG = "python -m reward_eval"
 COMMANDS = {
@@ -46,12 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-h", "--help"):
         print(usage())
-        return 0
+        return EXIT_OK
     if not args or args[0] not in COMMANDS:
         problem = "a command is required" if not args else f"unknown command {args[0]!r}"
         valid = ", ".join(COMMANDS)
         print(f"{usage()}\n\n{PROG}: error: {problem}; valid commands: {valid}.", file=sys.stderr)
-        return 2
+        return EXIT_BAD_OPTIONS
     silence_known_noise()  # before the command imports gym, robosuite, LIBERO
     module = importlib.import_module(f"reward_eval.commands.{COMMANDS[args[0]][0]}")
     return module.main(args[1:])

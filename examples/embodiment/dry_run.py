@@ -35,6 +35,7 @@ import requests
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from vlm_reward.errors import LimitExceededError
+from vlm_reward.exit_statuses import EXIT_FAILED
 from vlm_reward.protocol import authorization
 from vlm_reward.server.limits import RequestLimits
 from vlm_reward.tools.server_process import health_url, route_url
@@ -229,7 +230,7 @@ def main(cfg: DictConfig) -> None:
         run_checks(cfg)
     except SetupError as exc:
         print(f"[dry-run] FAILED: {exc}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     print("[dry-run] OK: the setup is ready for a GPU run")
 
 

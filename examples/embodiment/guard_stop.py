@@ -12,7 +12,7 @@ worker leaves RLinf's driver waiting for ever (DESIGN.md, section 10). So the en
   and on a request saves the checkpoint RLinf would save at that step (unless it just did:
   ``runner.save_interval``), then raises :class:`RewardGuardStop`;
 - the entry point (``train_embodied_agent.py``) catches it, closes RLinf's loggers, prints the
-  request and exits with :data:`~vlm_reward.client.config.GUARD_STOP_EXIT_STATUS`.
+  request and exits with :data:`~vlm_reward.exit_statuses.EXIT_GUARD_STOP`.
 
 Between the trip and the end of the step, the env trains on the native reward, as ``native``
 does. Only runs whose train env has ``guard.enable`` with ``action: stop`` use these classes
@@ -28,7 +28,8 @@ from rlinf.envs.utils import get_env_attr
 from rlinf.runners.embodied_runner import EmbodiedRunner
 from rlinf.workers.env.env_worker import EnvWorker
 
-from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS, RewardModelConfig
+from vlm_reward.client.config import RewardModelConfig
+from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 
 PREFIX = "[reward guard]"
 
@@ -51,7 +52,7 @@ class RewardGuardStop(Exception):
         return (
             f"{PREFIX} the run stopped after training step {self.step}: {self.request}\n"
             f"{PREFIX} checkpoint: {self.checkpoint} (resume with runner.resume_dir=<it> once the "
-            f"judge is fixed); exit status {GUARD_STOP_EXIT_STATUS}."
+            f"judge is fixed); exit status {EXIT_GUARD_STOP}."
         )
 
 

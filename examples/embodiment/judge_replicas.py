@@ -36,6 +36,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from vlm_reward.exit_statuses import EXIT_BAD_SETTINGS, EXIT_TERMINATED
 from vlm_reward.ray_replicas.config import RewardServerConfig
 from vlm_reward.ray_replicas.plan import PLACEMENT_KEY, Node, PlanError, ReplicaPlan, ReplicaSlot
 from vlm_reward.ray_replicas.replica import PREFIX
@@ -99,7 +100,7 @@ def judges_or_exit(cfg: DictConfig) -> Judges | None:
         return judge_settings(cfg)
     except (ValueError, TypeError) as exc:
         say(f"FAILED: {exc}", err=True)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_BAD_SETTINGS) from None
 
 
 def validate_with_judges(cfg: DictConfig, judges: Judges | None) -> DictConfig:
@@ -122,7 +123,7 @@ def validated_or_exit(cfg: DictConfig, judges: Judges | None) -> DictConfig:
         return validate_with_judges(cfg, judges)
     except PlanError as exc:
         say(f"FAILED: {exc}", err=True)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_BAD_SETTINGS) from None
 
 
 def cluster_plan(cfg: DictConfig, judges: Judges) -> ReplicaPlan:
@@ -226,7 +227,7 @@ def _sigterm_as_exit() -> Iterator[None]:
     """SIGTERM (a scheduler cancelling the job) unwinds like Ctrl-C, so the replicas are stopped."""
 
     def _exit(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
+        raise SystemExit(EXIT_TERMINATED)  # SIGTERM is the only signal handled here
 
     previous = signal.signal(signal.SIGTERM, _exit)
     try:
@@ -265,7 +266,7 @@ def judges_on_cluster(cfg: DictConfig, judges: Judges | None) -> Iterator[list[s
         plan = cluster_plan(cfg, judges)
     except PlanError as exc:
         say(f"FAILED: {exc}", err=True)
-        raise SystemExit(2) from None
+        raise SystemExit(EXIT_BAD_SETTINGS) from None
     for line in plan.describe():
         say(line)
     key = secrets.token_urlsafe(32)  # this run's only key: the replicas', and the env workers'
@@ -277,7 +278,7 @@ def judges_on_cluster(cfg: DictConfig, judges: Judges | None) -> Iterator[list[s
                 infos = group.start()
             except ReplicaStartError as exc:
                 say(f"FAILED: {exc}", err=True)
-                raise SystemExit(2) from None
+                raise SystemExit(EXIT_BAD_SETTINGS) from None
             for info in infos:
                 say(info.line().removeprefix(f"{PREFIX} "))
             say(f"{len(infos)} replica(s) healthy; Ray's logs of their actors: {ray_session_dir()}/logs")

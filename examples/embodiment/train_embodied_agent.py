@@ -17,7 +17,7 @@ and stops them when it ends (``judge_replicas.py``); without it, nothing of that
 
 With a reward guard that may stop the run (``env.train.reward_model.guard.action: stop``), the
 env workers and the runner are the ones of :mod:`examples.embodiment.guard_stop`: a stop ends
-the run after its checkpoint with a message and exit status 4 (``GUARD_STOP_EXIT_STATUS``).
+the run after its checkpoint with a message and exit status 4 (``vlm_reward.exit_statuses.EXIT_GUARD_STOP``).
 """
 
 from __future__ import annotations
@@ -126,15 +126,16 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     """A running ``SmokeGuard`` for a CPU smoke run, ``None`` otherwise; exits 2 on a broken hook."""
     if not cfg.get("cpu_smoke", {}).get("enable", False):
         return None
-    from examples.embodiment.cpu_smoke.guard import EXIT_SETUP, PREFIX, SmokeError, SmokeGuard, SmokeSettings
+    from examples.embodiment.cpu_smoke.guard import PREFIX, SmokeError, SmokeGuard, SmokeSettings
     from examples.embodiment.cpu_smoke.model import prepare_policy
+    from vlm_reward.exit_statuses import EXIT_BAD_SETTINGS
 
     try:
         guard = SmokeGuard(SmokeSettings.from_cfg(cfg))
         plan = prepare_policy(cfg)  # the tiny OpenVLA-OFT is built here, before Ray starts
     except (SmokeError, ValueError) as exc:
         print(f"{PREFIX} FAILED: {exc}", file=sys.stderr, flush=True)
-        sys.exit(EXIT_SETUP)
+        sys.exit(EXIT_BAD_SETTINGS)
     if plan is not None:
         print(f"{PREFIX} policy: {plan.describe()}", flush=True)
     return guard.start()
@@ -143,16 +144,16 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
 def run_training(runner: Any, smoke_guard: Any) -> None:
     """``runner.run()``; a reward-guard stop closes the loggers, says why and exits with its status."""
     from examples.embodiment.guard_stop import RewardGuardStop
-    from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS
+    from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 
     try:
         runner.run()
     except RewardGuardStop as stop:
         runner.finish()
         if smoke_guard is not None:
-            smoke_guard.stand_down(f"the reward guard stopped the run (exit status {GUARD_STOP_EXIT_STATUS})")
+            smoke_guard.stand_down(f"the reward guard stopped the run (exit status {EXIT_GUARD_STOP})")
         print(stop.report(), file=sys.stderr, flush=True)
-        sys.exit(GUARD_STOP_EXIT_STATUS)
+        sys.exit(EXIT_GUARD_STOP)
 
 
 @hydra.main(version_base="1.1", config_path="config", config_name="libero_10_grpo_openvlaoft")

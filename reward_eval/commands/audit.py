@@ -29,6 +29,7 @@ from typing import Any
 
 from reward_eval.analysis.audit import rows_above
 from reward_eval.analysis.metrics import resolve_threshold
+from reward_eval.exit_statuses import EXIT_CANNOT_AUDIT, EXIT_FAIL_ABOVE, EXIT_JUDGE_UNAVAILABLE
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.settings import RunSettings
@@ -39,9 +40,7 @@ from reward_eval.judging.endpoint import JUDGE_ERRORS, scoring_endpoint
 from reward_eval.report.audit import audit_lines
 from vlm_reward.argtypes import positive_int, unit_interval
 from vlm_reward.client.scoring import RewardClient
-
-EXIT_CANNOT_AUDIT = 3
-EXIT_FAIL_ABOVE = 4
+from vlm_reward.exit_statuses import EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +131,7 @@ def finish(
             f"[reward-eval] audit failed: false-positive rate above {fail_above:g}: {rates}", file=sys.stderr
         )
         return EXIT_FAIL_ABOVE
-    return 0
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -145,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANNOT_AUDIT
     except JUDGE_ERRORS as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_JUDGE_UNAVAILABLE
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reward_eval.analysis.training_runs import AGREE_TAG, NATIVE_TAG, load_run
+from reward_eval.exit_statuses import EXIT_UNREADABLE_RUN
 from reward_eval.job.run_dir import default_run_dir
 from reward_eval.report.comparison import markdown, plot
 from vlm_reward.argtypes import positive_int
+from vlm_reward.exit_statuses import EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,14 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     except ValueError as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_UNREADABLE_RUN
     out = (args.out or default_run_dir(prefix="compare-")).resolve()
     png = plot(runs, args.native_tag, out / "compare.png")
     text = markdown(runs, args.native_tag, png)
     (out / "compare.md").write_text(text, encoding="utf-8")
     print(text)
     print(f"[reward-eval] comparison: {out / 'compare.md'} (figure: {png})")
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

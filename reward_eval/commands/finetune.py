@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.analysis.perturbations import perturbation_names
+from reward_eval.exit_statuses import EXIT_BAD_DATA, EXIT_CLASS_PRIOR, EXIT_JUDGE_UNAVAILABLE
 from reward_eval.finetune import settings as defaults
 from reward_eval.finetune.dataset import DataError
 from reward_eval.finetune.pipeline import ResumeError
@@ -34,9 +35,8 @@ from reward_eval.job.options import DEFAULT_LOCAL_BACKEND, positive_float
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.judging.endpoint import JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
+from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
 
-EXIT_BAD_DATA = 3
-EXIT_CLASS_PRIOR = 4
 NONE = "none"
 
 
@@ -267,7 +267,7 @@ def finish(args: argparse.Namespace, summary: dict[str, Any]) -> int:
         print(terminal_table(summary["evaluation"]))
     print(f"[reward-eval] fine-tuned judge: {args.out} (report: {page})")
     print(f"[reward-eval] serve it: {summary['serve_command']}")
-    return 0
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -277,13 +277,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return finetune(args)
     except ResumeError as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_OPTIONS
     except DataError as exc:
         print(f"[reward-eval] cannot fine-tune: {exc}", file=sys.stderr)
         return EXIT_BAD_DATA
     except JUDGE_ERRORS as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_JUDGE_UNAVAILABLE
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from reward_eval.judging.audit_run import AUDIT_DIR, summary_block
 from reward_eval.report.audit import AUDIT_FILE, write_audit_report
 from vlm_reward.argtypes import unit_interval
 from vlm_reward.client.episode_record import read_episode_log, write_episode_log
+from vlm_reward.exit_statuses import EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +112,7 @@ def report(args: argparse.Namespace) -> dict[str, Path]:
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status."""
     report(parse_args(argv))
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.analysis.episode_log import episode_logs
+from reward_eval.exit_statuses import EXIT_JUDGE_UNAVAILABLE
 from reward_eval.job.paths import REPO
 from reward_eval.job.settings import RunSettings
 from reward_eval.judging.endpoint import JUDGE_ERRORS
 from vlm_reward.client.episode_record import EPISODE_LOG_GLOB, read_episode_log
+from vlm_reward.exit_statuses import EXIT_OK
 
 
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
@@ -33,8 +35,8 @@ def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Nam
         execute(args)
     except JUDGE_ERRORS as exc:
         print(f"[reward-eval] error: {exc}", file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_JUDGE_UNAVAILABLE
+    return EXIT_OK
 
 
 def default_run_dir(prefix: str = "") -> Path:

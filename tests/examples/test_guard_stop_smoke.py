@@ -19,7 +19,7 @@ import pytest
 
 from tests.examples.test_training_smoke import SmokeRun, jsonl, run_smoke
 from tests.support.server import ServerProcess
-from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS
+from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
@@ -54,7 +54,7 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
 
 def test_the_run_stops_after_the_checkpoint_of_the_step_that_tripped(stopped_run: SmokeRun) -> None:
     run = stopped_run
-    assert run.returncode == GUARD_STOP_EXIT_STATUS, run.output[-6000:]
+    assert run.returncode == EXIT_GUARD_STOP, run.output[-6000:]
     assert "[reward guard] the run stopped after training step 1: reward guard tripped after 2 judged" in (
         run.output
     )

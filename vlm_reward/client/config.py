@@ -18,6 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from vlm_reward.config_block import STRICT, ConfigBlock
+from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 from vlm_reward.perturbations import perturbation_names
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
 
@@ -26,8 +27,6 @@ PositiveInt = Annotated[int, Field(gt=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 GuardAction = Literal["warn", "native", "stop"]
-# How a run that the guard stopped ends (the training entry point exits with it after the checkpoint).
-GUARD_STOP_EXIT_STATUS = 4
 DEFAULT_CANARY_PERTURBATIONS = ("reversed", "frozen", "clipped")
 # The tag of the fields that change what the judge is asked (the request's content, not where it
 # goes or what is done with the answer): every path that judges must send them as configured.
@@ -48,7 +47,7 @@ class RewardGuardConfig(BaseModel):
     action: GuardAction = Field(
         "warn",
         description="warn: log it; native: train on the native reward from then on; "
-        f"stop: end the run after a checkpoint (exit status {GUARD_STOP_EXIT_STATUS}).",
+        f"stop: end the run after a checkpoint (exit status {EXIT_GUARD_STOP}).",
     )
     max_false_positive_rate: UnitInterval = Field(
         0.2, description="The guard acts when the window's false-positive rate is above this."

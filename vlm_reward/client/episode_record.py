@@ -141,38 +141,71 @@ class EpisodeRecord:
     """
 
     task_id: int | str
+    """The task's index in its LIBERO suite (a name in a hand-made log)."""
     native_success: bool
+    """Whether LIBERO's simulator counted the episode a success (false for a canary)."""
     vlm_score: float
+    """The judge's score in [0, 1]; on a fallback, the fallback score."""
     split: str | None = None
+    """``train`` or ``eval``: which of the run's env groups scored it."""
     rank: int | None = None
+    """The env worker's rank (the ``rank<N>`` of the file name)."""
     seed_offset: int | None = None
+    """RLinf's seed offset of the env group (tells a worker's pipeline stages apart)."""
     env: int | None = None
-    episode: int | None = None  # how many episodes of this env were scored before it
+    """The env's index within its group."""
+    episode: int | None = None
+    """How many episodes of this env were scored before it."""
     task_text: str | None = None
+    """The instruction the judge was given."""
     trial_id: int | None = None
+    """RLinf's trial of the task (which of its initial states)."""
     reset_state_id: int | None = None
+    """The initial state's index in the suite (the task's first state plus the trial)."""
     episode_length: int | None = None
-    canary: str | None = None  # the perturbation of a canary line; None: an episode
+    """Steps the episode took."""
+    canary: str | None = None
+    """The perturbation of a canary line (a counterfactual of a native success); absent: an episode."""
     vlm_success: bool | None = None
+    """The judge's verdict at ``success_threshold`` (``vlm_score >= success_threshold``)."""
     vlm_raw_value: float | None = None
+    """The number read from the answer before it was scaled to [0, 1]; null when none was read."""
     vlm_answer: str | None = None
+    """The judge's answer text; null when there is none (a fallback)."""
     fallback: bool = False
+    """Whether the request failed and ``vlm_score`` is the fallback score."""
     error: str | None = None
+    """Why the request failed (a fallback); null otherwise."""
     error_kind: str | None = None
+    """The failure's kind (the server's error type, e.g. ``parse_error``, or ``connection``, ``timeout``)."""
     latency_s: float | None = None
+    """Seconds from sending the video to the answer (or the failure)."""
     frames_sent: int | None = None
+    """Frames the judge was asked to sample (``nframes`` of the request)."""
     video_path: str | None = None
-    endpoint: str | None = None  # the replica that answered; None on a fallback
+    """The episode's video, when it was kept (``keep_temp_video``)."""
+    endpoint: str | None = None
+    """The replica that answered; null on a fallback."""
     failovers: int | None = None
+    """Replicas that failed before the one that answered."""
     used_for_training: bool | None = None
+    """Whether the score was the episode's reward (false for a canary, or once the guard chose native)."""
     binary_reward: bool | None = None
+    """The run's ``binary_reward``: the reward was ``vlm_success`` (true) or ``vlm_score`` (false)."""
     success_threshold: float | None = None
-    judge_backend: str | None = None  # the judge's identity (JUDGE_KEYS); None: a fallback or an older log
+    """The run's ``success_threshold``, which ``vlm_success`` was judged at."""
+    judge_backend: str | None = None
+    """The judge's backend, as its server answered; absent on a fallback and in older logs."""
     judge_model: str | None = None
+    """The judge's model, as its server names it; absent on a fallback and in older logs."""
     score_mode: str | None = None
+    """How the answer was read as a score; absent on a fallback and in older logs."""
     prompt_preset: str | None = None
+    """The prompt preset the judge was asked with; absent on a fallback and in older logs."""
     prompt_hash: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # keys this model does not know, kept
+    """The prompt's fingerprint (tells edited prompts apart); absent on a fallback and in older logs."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Keys this model does not know, kept and written back (not a key of the line)."""
 
     @classmethod
     def judged(

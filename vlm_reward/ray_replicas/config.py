@@ -28,8 +28,8 @@ from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 from vlm_reward.config_block import ConfigBlock
 from vlm_reward.judging.model_family import checkpoint_family
+from vlm_reward.server.serving import ServingOptions
 from vlm_reward.tools.runtime import server_python
-from vlm_reward.tools.server_process import DEFAULT_DRAIN_TIMEOUT_S
 
 NonNegative = Annotated[float, Field(ge=0)]
 # Server flags the launcher sets for every replica: a replica listens where its placement puts
@@ -90,7 +90,8 @@ class RewardServerConfig(ConfigBlock):
         description="More server flags, e.g. [--max-batch-size, 4] (not the ones the launcher sets).",
     )
     drain_timeout_s: NonNegative = Field(
-        DEFAULT_DRAIN_TIMEOUT_S, description="Seconds the replicas' admitted jobs get when the run ends."
+        ServingOptions.drain_timeout_s,
+        description="Seconds the replicas' admitted jobs get when the run ends (their --drain-timeout).",
     )
     start_timeout_s: Annotated[float, Field(gt=0)] = Field(
         600.0, description="Seconds until every replica's /health answers 200."

@@ -4,8 +4,8 @@ A reward server is shared by every env worker of a training run, so one buggy or
 request must not be able to occupy it for everybody: a generation budget of a billion
 tokens, thousands of frames, a 4K frame size or a megabyte prompt would each do. Every
 request field that scales the work has a cap here, one field of :class:`RequestLimits`
-per ``--max-*`` flag (the CLI builds its flags from these fields, so name, default and
-help are defined once).
+per ``--max-*`` flag (the CLI builds its flags from these fields with
+:mod:`vlm_reward.settings_flags`, so name, default and help are defined once).
 
 A request above a cap is refused with 422 ``limit_exceeded`` naming the field, the value,
 the cap and its flag. Nothing is clamped silently: a judge that quietly saw fewer frames or
@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from vlm_reward.argtypes import float_at_least, positive_int
 from vlm_reward.errors import LimitExceededError
+from vlm_reward.settings_flags import flag
 
 
 def _cap(default: float, help_text: str) -> Any:
-    return field(default=default, metadata={"help": help_text})
+    """A cap's field and its ``--max-*`` flag: a positive whole number or a positive number,
+    as its default is; ``--help`` shows the default."""
+    parse = positive_int if isinstance(default, int) else float_at_least(0, strict=True)
+    return flag(default, help=f"{help_text} (default: %(default)s)", parse=parse)
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vlm_reward.argtypes import unit_interval
 from vlm_reward.client.episode_record import is_success
 from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreRequest, ScoreResponse
+from vlm_reward.settings_flags import flag
 from vlm_reward.video_io import probe_video
 
 DEFAULT_SELF_TEST_DIR = Path(__file__).resolve().parents[1] / "self_test_data"
@@ -40,11 +42,30 @@ DEFAULT_THRESHOLD = 0.5  # the env's success_threshold default
 
 @dataclass(frozen=True)
 class SelfTestSettings:
-    """``--self-test DIR``, ``--self-test-tolerance`` and ``--self-test-threshold``."""
+    """``--self-test [DIR]``, ``--self-test-tolerance`` and ``--self-test-threshold``: each field
+    is its flag (:mod:`vlm_reward.settings_flags`); without ``--self-test`` there is no self-test."""
 
-    directory: str = str(DEFAULT_SELF_TEST_DIR)
-    tolerance: float = DEFAULT_TOLERANCE
-    threshold: float = DEFAULT_THRESHOLD
+    directory: str = flag(
+        str(DEFAULT_SELF_TEST_DIR),
+        name="self-test",
+        metavar="DIR",
+        optional_value=True,
+        help="a set of labelled episodes (manifest.json + MP4s); without DIR the set shipped with "
+        "the server (LIBERO expert successes, near misses and counterfactuals)",
+    )
+    tolerance: float = flag(
+        DEFAULT_TOLERANCE,
+        name="self-test-tolerance",
+        parse=unit_interval,
+        metavar="FRACTION",
+        help="largest fraction of the set the judge may misjudge and still serve (default: %(default)s)",
+    )
+    threshold: float = flag(
+        DEFAULT_THRESHOLD,
+        name="self-test-threshold",
+        parse=unit_interval,
+        help="a score at or above this is the judge's 'success' (default: %(default)s)",
+    )
 
 
 @dataclass(frozen=True)

@@ -27,31 +27,58 @@ import logging
 import resource
 import signal
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
+from vlm_reward.argtypes import float_at_least, port, positive_int
+from vlm_reward.settings_flags import flag
 
-from vlm_reward.server.connection_cap import ConnectionCap
-from vlm_reward.server.service import RewardService
+# The launchers (vlm_reward.tools.server_process, the Ray-placed replicas) import ServingOptions
+# for the drain's default: importing this module must not load the server's stack (FastAPI).
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from vlm_reward.server.connection_cap import ConnectionCap
+    from vlm_reward.server.service import RewardService
 
 logger = logging.getLogger("vlm_reward.server")
 
 # After the drain, responses already decided still have to be written out.
 _FINAL_FLUSH_S = 5.0
+# Hypercorn's bound on a request's headers (h11_max_incomplete_size); not a flag: no client of
+# this server needs more, and a larger one only lets a connection hold more memory.
+_MAX_HEADER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
 class ServingOptions:
-    """How the server listens (the flags of :mod:`vlm_reward.server.cli`)."""
+    """How the server listens; each field is its flag (:mod:`vlm_reward.settings_flags`), and
+    the launchers (:mod:`vlm_reward.tools.server_process`, the ``reward_server`` block) take
+    the drain's default from here."""
 
-    host: str
-    port: int
-    header_timeout_s: float = 10.0
-    max_header_bytes: int = 64 * 1024
-    drain_timeout_s: float = 30.0
-    max_connections: int = 1000
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
+    host: str = flag("127.0.0.1", help="bind address (default: %(default)s)")
+    port: int = flag(18080, parse=port, help="port (default: %(default)s)")
+    header_timeout_s: float = flag(
+        10.0,
+        name="header-timeout",
+        parse=float_at_least(0, strict=True),
+        help="seconds a connection may take to send a request's headers, and may stay idle "
+        "(default: %(default)s)",
+    )
+    drain_timeout_s: float = flag(
+        30.0,
+        name="drain-timeout",
+        parse=float_at_least(0, strict=False),
+        help="on SIGTERM/SIGINT, seconds the admitted jobs get to finish before they get 503 "
+        "(new requests get 503 at once; default: %(default)s)",
+    )
+    max_connections: int = flag(
+        1000,
+        parse=positive_int,
+        help="open connections at most; past it the oldest one with no request in progress is closed "
+        "(default: %(default)s)",
+    )
+    ssl_certfile: str | None = flag(None, metavar="PATH", help="serve HTTPS with this certificate (PEM)")
+    ssl_keyfile: str | None = flag(None, metavar="PATH", help="the certificate's private key (PEM)")
 
 
 def bind_address(host: str, port: int) -> str:
@@ -82,7 +109,7 @@ def hypercorn_config(options: ServingOptions, log_level: str, cap: ConnectionCap
     config = CappedConfig()
     config.bind = [bind_address(options.host, options.port)]
     config.keep_alive_timeout = options.header_timeout_s
-    config.h11_max_incomplete_size = options.max_header_bytes
+    config.h11_max_incomplete_size = _MAX_HEADER_BYTES
     config.graceful_timeout = _FINAL_FLUSH_S
     config.accesslog = None  # vlm_reward.server.middleware.RequestLog writes one line per request
     config.errorlog = logging.getLogger("hypercorn.error")
@@ -132,6 +159,8 @@ async def drain_on_signal(service: RewardService, drain_timeout_s: float) -> Non
 def serve(app: FastAPI, options: ServingOptions, log_level: str = "info") -> None:
     """Serve ``app`` until a signal has drained it (see the module docstring)."""
     from hypercorn.asyncio import serve as hypercorn_serve
+
+    from vlm_reward.server.connection_cap import ConnectionCap  # the server's stack (see the imports)
 
     raise_open_file_limit()
     cap = ConnectionCap(options.max_connections)

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vlm_reward.exit_statuses import EXIT_FAILED
+
 REPO = Path(__file__).resolve().parents[2]
 VLLM_VENV_NAME = ".venv-vllm"
 SETUP_COMMAND = "bash scripts/setup.sh"
@@ -121,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print("\n".join(shell_lines(args.backend)))
     except ImportError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
 
 
 if __name__ == "__main__":

@@ -43,21 +43,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vlm_reward.server.serving import ServingOptions
 from vlm_reward.tools.runtime import REPO, server_env
 
 HOST = "127.0.0.1"
 SERVER_MODULE = "vlm_reward.libero_reward_server"
-# SIGTERM drains the server (vlm_reward.server.serving): its jobs get --drain-timeout (default 30 s),
-# then 5 s to flush the last answers. The launcher waits that long, plus margin, before SIGKILL.
-DEFAULT_DRAIN_TIMEOUT_S = 30.0
+# SIGTERM drains the server (vlm_reward.server.serving): its jobs get --drain-timeout (its default is
+# ServingOptions.drain_timeout_s), then 5 s to flush the last answers. The launcher waits that long,
+# plus margin, before SIGKILL.
 _DRAIN_MARGIN_S = 10.0
-STOP_GRACE_S = DEFAULT_DRAIN_TIMEOUT_S + _DRAIN_MARGIN_S
+STOP_GRACE_S = ServingOptions.drain_timeout_s + _DRAIN_MARGIN_S
 
 
 def stop_grace(args: Sequence[str]) -> float:
     """Seconds to wait after SIGTERM for a server started with ``args``: its drain, plus margin."""
     drain = _flag_value(args, "--drain-timeout")
-    return (DEFAULT_DRAIN_TIMEOUT_S if drain is None else float(drain)) + _DRAIN_MARGIN_S
+    return (ServingOptions.drain_timeout_s if drain is None else float(drain)) + _DRAIN_MARGIN_S
 
 
 def _flag_value(args: Sequence[str], flag: str) -> str | None:

@@ -30,8 +30,9 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from vlm_reward.client.config import GUARD_STOP_EXIT_STATUS, RewardModelConfig
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import Judgement, is_success
+from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 from vlm_reward.watch.canaries import CanaryPlan
 from vlm_reward.watch.guard import GuardEvent, RewardGuard
 from vlm_reward.watch.judge_health import HEALTH_METRIC_KEYS, HEALTH_METRICS, TASK_METRICS, JudgeHealth
@@ -52,7 +53,7 @@ _CONSEQUENCE = {
     "native": "Action native: from now on every episode trains on the native reward (its VLM score "
     "is still logged).",
     "stop": "Action stop: every episode trains on the native reward until the run ends after this "
-    f"training step's checkpoint, with exit status {GUARD_STOP_EXIT_STATUS}.",
+    f"training step's checkpoint, with exit status {EXIT_GUARD_STOP}.",
 }
 
 

@@ -14,8 +14,9 @@ train a useful policy. RLinf 0.3 fails badly in two ways on a misconfigured mach
   notice a failed call first (they signal the driver with SIGUSR1), the guard's handler reports.
 
 Either way the driver then kills every process it started (its private Ray cluster included)
-and exits with :data:`EXIT_SETUP` (hook or settings wrong, before Ray starts),
-:data:`EXIT_WORKER` (a worker died or ran without the hook) or :data:`EXIT_TIMEOUT`.
+and exits with :data:`~vlm_reward.exit_statuses.EXIT_BAD_SETTINGS` (hook or settings wrong, before
+Ray starts; the training entry exits with it), :data:`~vlm_reward.exit_statuses.EXIT_WORKER_FAILED`
+(a worker died or ran without the hook) or :data:`~vlm_reward.exit_statuses.EXIT_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -33,11 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from examples.embodiment.cpu_smoke.cpu_platform import MARKER_DIR_ENV, marker_name
+from vlm_reward.exit_statuses import EXIT_TIMEOUT, EXIT_WORKER_FAILED
 
 EXT_MODULE_ENV = "RLINF_EXT_MODULE"
-EXIT_SETUP = 2
-EXIT_WORKER = 3
-EXIT_TIMEOUT = 124  # what coreutils' timeout returns
 # Ray reasons for an actor death that nobody needs to hear about: RLinf kills its helper actors.
 INTENDED_DEATHS = ("RAY_KILL", "OUT_OF_SCOPE", "INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT")
 PREFIX = "[cpu-smoke]"
@@ -285,7 +284,7 @@ class SmokeGuard:
     def check_hooks(self) -> None:
         """After the workers initialised: every actor, rollout and env worker ran the hook."""
         if hook_markers(self.settings.marker_dir, self.workers)[1]:
-            fail(self.hook_report(), EXIT_WORKER, self.owns_cluster)
+            fail(self.hook_report(), EXIT_WORKER_FAILED, self.owns_cluster)
         print(f"{PREFIX} {self.hook_report()}", flush=True)
 
     def finish(self, cfg: Any) -> None:
@@ -325,14 +324,14 @@ class SmokeGuard:
                 continue
             if dead and not self._done.is_set():
                 lines = ["a Ray worker died, so the run would hang:", *(f"  {d}" for d in dead)]
-                fail("\n".join([*lines, self.hook_report()]), EXIT_WORKER, self.owns_cluster)
+                fail("\n".join([*lines, self.hook_report()]), EXIT_WORKER_FAILED, self.owns_cluster)
 
     def _on_worker_failure(self, signum: int, frame: Any) -> None:
         if self._done.is_set():
             return  # training finished and was reported; a failure while Ray stops changes nothing
         fail(
             f"a call to a Ray worker failed (the first error is above). {self.hook_report()}",
-            EXIT_WORKER,
+            EXIT_WORKER_FAILED,
             self.owns_cluster,
         )
 

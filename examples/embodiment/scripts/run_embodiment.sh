@@ -100,7 +100,8 @@ echo >> "$LOG_FILE"
 status=0
 "${TIMEOUT[@]}" "${CMD[@]}" 2>&1 | tee -a "$LOG_FILE" || status=$?
 # 4: env.train.reward_model.guard (action stop) ended the run after its checkpoint, on purpose
-# (vlm_reward.client.config.GUARD_STOP_EXIT_STATUS).
+# (vlm_reward.exit_statuses.EXIT_GUARD_STOP; the statuses are registered there and tested against this
+# script).
 if [ "$status" -eq 4 ]; then
   echo "[run_embodiment] the reward guard stopped the run (exit status 4); see [reward guard] above." | tee -a "$LOG_FILE" >&2
 elif [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then

@@ -37,7 +37,7 @@ LIMITS = RequestLimits(max_new_tokens=16)
 
 @pytest.fixture(scope="module")
 def slot() -> Iterator[BackendSlot]:
-    config = ServerConfig("budgeted", "/models/x", limits=LIMITS)
+    config = ServerConfig(backend="budgeted", model="/models/x", limits=LIMITS)
     slot = BackendSlot("budgeted", Budgeted("/models/x"), config)
     slot.load()
     yield slot
@@ -69,6 +69,8 @@ def test_admit_returns_what_the_job_needs(slot: BackendSlot) -> None:
 
 
 def test_a_loading_backend_is_refused_before_anything_else() -> None:
-    loading = BackendSlot("budgeted", Budgeted("/m"), ServerConfig("budgeted", "/m", limits=LIMITS))
+    loading = BackendSlot(
+        "budgeted", Budgeted("/m"), ServerConfig(backend="budgeted", model="/m", limits=LIMITS)
+    )
     with pytest.raises(BackendLoadingError):
         loading.admit(8, {"max_new_tokens": 17}, "probability", LIMITS)
