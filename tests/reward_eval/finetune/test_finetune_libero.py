@@ -94,21 +94,17 @@ def test_the_expert_run_has_two_successes_and_a_near_miss(expert_run: EvalRun) -
     assert records == [(0, True, 333), (1, False, EXPERT_MAX_STEPS), (2, True, 316)]
 
 
-# Pinned, seeded: the last epoch's loss and the fine-tuned P(yes) of the training success and the
-# highest of its negatives (the counterfactuals and the two failures), per family.
-PINNED = {
-    "qwen2_5_vl": {"last_epoch_loss": 0.01006, "success": 0.99068, "max_negative": 0.01012},
-    "qwen3_vl": {"last_epoch_loss": 0.00568, "success": 0.99448, "max_negative": 0.0056},
-}
-# Pinned, seeded: (AUROC, Brier) of the base and the fine-tuned judge on the held-out split, and
-# the audit's rate of every row (the same for all seven rows of a judge). One training success is
-# too little for the tiny random judge to generalise: it memorises it and calls the held-out
-# success a failure too (P(yes) ~0.01), so the AUROC barely moves while the Brier score falls;
-# the Qwen3-VL base, which called everything a success at 0.5, no longer does.
-HELD_OUT = {
-    "qwen2_5_vl": {"base": (0.5, 0.2224, 0.0), "fine_tuned": (0.6667, 0.1401, 0.0)},
-    "qwen3_vl": {"base": (0.3333, 0.2611, 1.0), "fine_tuned": (0.5, 0.1413, 0.0)},
-}
+# What training must reach, on any CPU: the trained weights differ with the kernels (AVX-512 vs
+# AVX2, the thread count), so the losses and scores are bounded with a margin, never pinned.
+# The last epoch's loss ends far below the class-prior floor (log 2; it ends near 0.01 here), the
+# training success reads as one and its negatives (the counterfactuals and the two failures) as
+# zero.
+FLOOR_FRACTION = 0.1
+# Pinned, exact for an untrained seeded model (the same on every CPU to well within the
+# tolerance): the base judge's held-out AUROC and Brier score, and the audit's rate of every row
+# (the same for all seven rows). The Qwen2.5-VL base calls everything a failure at 0.5 (P(yes)
+# ~0.46), the Qwen3-VL base everything a success.
+BASE = {"qwen2_5_vl": (0.5, 0.2224, 0.0), "qwen3_vl": (0.3333, 0.2611, 1.0)}
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
@@ -133,14 +129,13 @@ def test_the_default_fine_tune_leaves_the_class_prior_and_separates_the_training
     training = summary["training"]
     assert training["prior_floor"] == pytest.approx(math.log(2))
     assert training["epoch_losses"][0] == pytest.approx(math.log(2), abs=0.02), "starts at the floor"
-    assert training["epoch_losses"][-1] == pytest.approx(PINNED[family]["last_epoch_loss"], abs=2e-3)
+    assert training["epoch_losses"][-1] < FLOOR_FRACTION * training["prior_floor"], "left the class prior"
     before = [s["before"] for s in training["train_scores"]]
     assert max(before) - min(before) < 0.01, "the base judge tells nothing apart"
     success = [s["after"] for s in training["train_scores"] if s["label"]]
     negatives = [s["after"] for s in training["train_scores"] if not s["label"]]
-    assert success == [pytest.approx(PINNED[family]["success"], abs=2e-3)]
-    assert max(negatives) == pytest.approx(PINNED[family]["max_negative"], abs=2e-3)
-    assert min(success) > 0.9 > 0.1 > max(negatives)
+    assert len(success) == 1 and len(negatives) == 7
+    assert min(success) > 0.9 > 0.1 > max(negatives), "the training episodes separate"
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
@@ -152,13 +147,16 @@ def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     base, tuned = evaluation["base"], evaluation["fine_tuned"]
     assert base["n"] == tuned["n"] == 7 and base["fallbacks"] == tuned["fallbacks"] == 0
     assert set(base["audit"]) == set(tuned["audit"]) == set(SOURCES)
-    for name, block in (("base", base), ("fine_tuned", tuned)):
-        auroc, brier, rate = HELD_OUT[family][name]
-        assert (block["auroc"], block["brier"]) == (
-            pytest.approx(auroc, abs=1e-3),
-            pytest.approx(brier, abs=2e-3),
-        )
-        assert set(block["audit"].values()) == {rate}, name
+    auroc, brier, rate = BASE[family]
+    assert (base["auroc"], base["brier"]) == (pytest.approx(auroc, abs=1e-3), pytest.approx(brier, abs=2e-3))
+    assert set(base["audit"].values()) == {rate}
+    # The fine-tuned judge, on any CPU: its metrics are computed and written, and memorising one
+    # training success makes it call the held-out examples failures, so its Brier score falls
+    # below the base's (one held-out success: its AUROC moves in steps of 1/6 between CPUs and
+    # says nothing here; docs/evaluate/finetune.md reports a split with more).
+    assert 0.0 <= tuned["auroc"] <= 1.0 and tuned["brier"] < base["brier"]
+    assert set(tuned["audit"].values()) == {0.0}, "no counterfactual passes the fine-tuned judge"
+    for block in (base, tuned):
         assert block["best_f1"] is not None and block["best_f1_threshold"] is not None
     # The training read exactly what the server answers for the same videos.
     assert evaluation["readout_vs_server_max_abs_diff"] < 1e-5
