@@ -93,7 +93,11 @@ REGISTRY: tuple[CommandExits, ...] = (
                 "or it failed its self-test (the reason from `/health`), it was not ready after `WAIT_S` "
                 "seconds, or no interpreter can run BACKEND (`vlm_reward.tools.runtime`'s sentence)",
             ),
-            ExitStatus(EXIT_BAD_OPTIONS, "fewer than two arguments (BACKEND MODEL_PATH); prints the usage"),
+            ExitStatus(
+                EXIT_BAD_OPTIONS,
+                "fewer than two arguments (BACKEND MODEL_PATH; prints the usage), or an `ENV_CONFIG` that "
+                "does not load or whose `reward_model` block is wrong (its one sentence)",
+            ),
         ),
         sources=(START_SERVER,),
     ),
@@ -170,6 +174,17 @@ REGISTRY: tuple[CommandExits, ...] = (
             ),
         ),
         sources=("scripts/setup.sh",),
+    ),
+    CommandExits(
+        "python -m examples.embodiment.judge_flags ENV_YAML",
+        (
+            ExitStatus(EXIT_OK, "the server flags that make a self-test judge as ENV_YAML asks are printed"),
+            ExitStatus(
+                EXIT_BAD_OPTIONS,
+                "ENV_YAML does not load, or its `reward_model` block is wrong (one sentence)",
+            ),
+        ),
+        sources=("examples/embodiment/judge_flags.py",),
     ),
     CommandExits(
         "python -m vlm_reward.tools.runtime BACKEND",

@@ -186,6 +186,12 @@ def judge_plan(cfg: DictConfig, judges: Any) -> None:
     )
 
 
+def judge_request_line(block: Any) -> str:
+    """What every episode's request asks the judge, and the success rule, on one line."""
+    asked = ", ".join(f"{key} {json.dumps(value)}" for key, value in block.judge_request().items())
+    return f"{asked}; backend {block.backend}; a success at score >= {block.success_threshold:g}"
+
+
 def run_checks(cfg: DictConfig) -> None:
     from examples.embodiment.judge_replicas import judge_settings, validate_with_judges
     from vlm_reward.client.config import RewardModelConfig
@@ -203,6 +209,9 @@ def run_checks(cfg: DictConfig) -> None:
     check_group_sizes(cfg)
     print(f"[dry-run] group sizes match ({cfg.algorithm.group_size})")
     reward_model = cfg.env.train.reward_model
+    if reward_model.enable:
+        asked = judge_request_line(RewardModelConfig.from_mapping(reward_model))
+        print(f"[dry-run] the env asks the judge: {asked}")
     if judges is not None:
         judge_plan(cfg, judges)
     elif reward_model.enable:

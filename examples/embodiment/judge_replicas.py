@@ -36,10 +36,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.exit_statuses import EXIT_BAD_SETTINGS, EXIT_TERMINATED
 from vlm_reward.ray_replicas.config import RewardServerConfig
 from vlm_reward.ray_replicas.plan import PLACEMENT_KEY, Node, PlanError, ReplicaPlan, ReplicaSlot
 from vlm_reward.ray_replicas.replica import PREFIX
+from vlm_reward.server.self_test import self_test_flags
 
 RUN_KEY_ENV = "VLM_REWARD_RUN_KEY"  # the variable that holds this run's key (its NAME goes in configs)
 ENV_BLOCKS = ("train", "eval")
@@ -47,10 +49,12 @@ ENV_BLOCKS = ("train", "eval")
 
 @dataclass(frozen=True)
 class Judges:
-    """The validated block and the interpreter that will run its servers."""
+    """The validated block, the interpreter that will run its servers, and their self-test
+    flags: the served env's success threshold and what it asks the judge."""
 
     settings: RewardServerConfig
     python: str
+    self_test_args: tuple[str, ...] = ()
 
 
 def served_envs(cfg: DictConfig) -> list[str]:
@@ -77,7 +81,14 @@ def judge_settings(cfg: DictConfig) -> Judges | None:
         )
     if settings.video_root is not None:
         _check_video_dirs(cfg, envs, settings.video_root)
-    return Judges(settings, python)
+    return Judges(settings, python, served_self_test(cfg, envs[0]))
+
+
+def served_self_test(cfg: DictConfig, env: str) -> tuple[str, ...]:
+    """The replicas' self-test flags for env ``env`` (``train`` when it scores): a ``--self-test``
+    in ``server_args`` then judges its set with the env's threshold and request."""
+    block = RewardModelConfig.from_mapping(cfg.env[env].reward_model)
+    return tuple(self_test_flags(block.success_threshold, block.judge_request()))
 
 
 def _check_video_dirs(cfg: DictConfig, envs: list[str], video_root: str) -> None:
@@ -151,7 +162,8 @@ def cluster_plan(cfg: DictConfig, judges: Judges) -> ReplicaPlan:
     except (AssertionError, IndexError, ValueError) as exc:
         raise PlanError(_unplaceable(entry, exc)) from None
     nodes = [cluster.get_node_info(rank) for rank in range(cluster.num_nodes)]
-    plan = ReplicaPlan(judges.settings, judges.python, tuple(_slot(p, cluster) for p in judge))
+    slots = tuple(_slot(p, cluster) for p in judge)
+    plan = ReplicaPlan(judges.settings, judges.python, slots, judges.self_test_args)
     plan.check([Node(n.node_rank, n.node_ip, float(n.num_cpus)) for n in nodes], others)
     return plan
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from omegaconf import OmegaConf
 
@@ -85,3 +87,18 @@ def test_videos_written_outside_the_shared_root_are_refused(tmp_path) -> None:
 def test_outside_a_run_the_key_variable_is_left_as_it_is(variable: str | None, environ: dict) -> None:
     before = dict(environ)
     assert fetch_into_environ(variable, environ) is False and environ == before
+
+
+def test_the_replicas_self_test_asks_as_the_served_env_asks() -> None:
+    cfg = training_cfg()
+    cfg.env.train.reward_model.update(
+        {"success_threshold": 0.3, "nframes": 8, "score_mode": "unit", "backend_kwargs": {"prompt": "yes_no"}}
+    )
+    judges = judge_settings(cfg)
+    asked = {"nframes": 8, "max_pixels": 200704, "backend_kwargs": {"prompt": "yes_no"}, "video_fps": 4.0}
+    assert judges is not None and judges.self_test_args == (
+        "--self-test-threshold",
+        "0.3",
+        "--self-test-request",
+        json.dumps({**asked, "score_mode": "unit"}),
+    )

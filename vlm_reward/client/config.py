@@ -233,6 +233,13 @@ class RewardModelConfig(ConfigBlock):
         """The reward-server replicas to spread requests over (one when ``endpoint`` is a string)."""
         return (self.endpoint,) if isinstance(self.endpoint, str) else tuple(self.endpoint)
 
+    def judge_request(self) -> dict[str, Any]:
+        """What every request of this block asks the judge: its judge-facing keys
+        (:func:`judge_facing_keys`), a null ``score_mode`` (the backend's own) left out; the
+        launchers give it to a server's self-test so that it is asked as the env asks."""
+        asked = {key: getattr(self, key) for key in judge_facing_keys()}
+        return {key: value for key, value in asked.items() if value is not None}
+
     def api_key(self, environ: Mapping[str, str] = os.environ) -> str | None:
         """The servers' API key, read from the variable ``api_key_env`` names (``None``: no key).
 

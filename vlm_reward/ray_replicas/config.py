@@ -43,6 +43,8 @@ MANAGED_FLAGS = (
     "--video-root",
     "--plugin",
     "--drain-timeout",
+    "--self-test-threshold",
+    "--self-test-request",
     "--api-key-file",
     "--allow-unauthenticated",
     "--ssl-certfile",

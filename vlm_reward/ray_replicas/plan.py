@@ -18,6 +18,7 @@ refuses, in one sentence each, before anything starts:
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -85,6 +86,10 @@ class ReplicaPlan:
     settings: RewardServerConfig
     python: str
     slots: tuple[ReplicaSlot, ...]
+    # The self-test flags of the env the replicas judge for (its success threshold and what it
+    # asks: vlm_reward.server.self_test.self_test_flags), so a --self-test in server_args checks
+    # the judge the way the env will ask it.
+    self_test_args: tuple[str, ...] = ()
 
     def check(self, nodes: Sequence[Node], others: Mapping[str, Collection[tuple[int, str]]]) -> None:
         """``PlanError`` unless the slots fit the block, stay apart from ``others`` (component ->
@@ -142,7 +147,7 @@ class ReplicaPlan:
         # paths outside of it: its own default, the temp dir.
         root = s.video_root or tempfile.gettempdir()
         args = backend_args(s.backend, str(s.model), root, s.backend_kwargs)
-        return [*args, "--drain-timeout", f"{s.drain_timeout_s:g}", *s.server_args]
+        return [*args, "--drain-timeout", f"{s.drain_timeout_s:g}", *self.self_test_args, *s.server_args]
 
     def describe(self) -> list[str]:
         """What ``--dry-run`` prints and the run logs before starting the replicas."""
@@ -155,4 +160,7 @@ class ReplicaPlan:
             f"{restarts}; videos sent {videos}"
         ]
         lines += [f"  replica {index}: {slot.where()}" for index, slot in enumerate(self.slots)]
+        if self.self_test_args:
+            flags = shlex.join(self.self_test_args)
+            lines.append(f"  their self-test flags (with --self-test in server_args): {flags}")
         return lines

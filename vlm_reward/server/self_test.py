@@ -19,18 +19,21 @@ A verdict is ``score >= threshold`` (the env's success rule); a case the backend
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vlm_reward.argtypes import unit_interval
+from pydantic import ValidationError
+
+from vlm_reward.argtypes import json_object, unit_interval
 from vlm_reward.client.episode_record import is_success
-from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreRequest, ScoreResponse
+from vlm_reward.protocol import DEFAULT_NFRAMES, ScoreRequest, ScoreResponse
 from vlm_reward.settings_flags import flag
 from vlm_reward.video_io import probe_video
 
@@ -38,6 +41,31 @@ DEFAULT_SELF_TEST_DIR = Path(__file__).resolve().parents[1] / "self_test_data"
 MANIFEST = "manifest.json"
 DEFAULT_TOLERANCE = 0.25  # of the default set's 10-odd cases: at most a quarter wrong
 DEFAULT_THRESHOLD = 0.5  # the env's success_threshold default
+
+
+# The request fields a self-test may set: what the judge is asked, not the video or the backend.
+REQUEST_FIELDS = tuple(
+    name
+    for name in ScoreRequest.model_fields
+    if name not in ("task_text", "video_path", "video_b64", "backend")
+)
+
+
+def request_json(text: str) -> dict[str, Any]:
+    """argparse type of ``--self-test-request``: a JSON object of :data:`REQUEST_FIELDS`, checked as
+    the server checks a request (argparse's error naming the bad field)."""
+    fields = json_object(text)
+    if unknown := sorted(set(fields) - set(REQUEST_FIELDS)):
+        raise argparse.ArgumentTypeError(
+            f"unknown request fields {unknown}; valid: {', '.join(REQUEST_FIELDS)}"
+        )
+    try:
+        ScoreRequest(task_text="check", video_b64="check", **fields)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(
+            f"not a valid request: {exc.errors()[0]['msg']} ({fields})"
+        ) from None
+    return dict(fields)
 
 
 @dataclass(frozen=True)
@@ -64,8 +92,25 @@ class SelfTestSettings:
         DEFAULT_THRESHOLD,
         name="self-test-threshold",
         parse=unit_interval,
-        help="a score at or above this is the judge's 'success' (default: %(default)s)",
+        help="a score at or above this is the judge's 'success'; the launchers pass the env's "
+        "success_threshold (default: %(default)s)",
     )
+    request: dict[str, Any] = flag(
+        default_factory=dict,
+        name="self-test-request",
+        parse=request_json,
+        metavar="JSON",
+        help="what each self-test request asks, as the env asks it: any of "
+        f"{', '.join(REQUEST_FIELDS)}; the launchers pass the env's reward_model values "
+        "(default: the request's own defaults)",
+    )
+
+
+def self_test_flags(threshold: float, request: Mapping[str, Any]) -> list[str]:
+    """The server flags that make its self-test judge as an env does: a score at or above
+    ``threshold`` is a success, and every case is asked with ``request`` (the env's judge-facing
+    ``reward_model`` values). The launchers add them to every server they start for an env."""
+    return ["--self-test-threshold", repr(float(threshold)), "--self-test-request", json.dumps(dict(request))]
 
 
 @dataclass(frozen=True)
@@ -124,19 +169,25 @@ async def score_cases(
     cases: Sequence[SelfTestCase],
     score: Callable[[ScoreRequest], Awaitable[ScoreResponse]],
     max_nframes: int,
+    request: Mapping[str, Any] | None = None,
 ) -> list[float | BaseException]:
     """Each case's score through ``score`` (the server's own request path), all at once so the
-    backend batches them; a request that fails gives its exception. The video goes inline, all
-    of its frames (at most 16, and the server's cap), at the client's default frame rate."""
+    backend batches them; a request that fails gives its exception. The video goes inline, asked
+    with ``request`` (:attr:`SelfTestSettings.request`: the env's nframes, max_pixels, video_fps,
+    score_mode, backend_kwargs; the request's defaults for what it leaves out), each case's
+    frames capped at ``nframes`` and the server's cap."""
+    request = dict(request or {})
 
     async def one(case: SelfTestCase) -> float:
-        request = ScoreRequest(
+        nframes = min(
+            probe_video(case.video).num_frames, max_nframes, request.get("nframes", DEFAULT_NFRAMES)
+        )
+        asked = ScoreRequest(
             task_text=case.task_text,
             video_b64=base64.b64encode(case.video.read_bytes()).decode("ascii"),
-            nframes=min(probe_video(case.video).num_frames, max_nframes, DEFAULT_NFRAMES),
-            video_fps=DEFAULT_VIDEO_FPS,
+            **{**request, "nframes": nframes},
         )
-        return (await score(request)).score
+        return (await score(asked)).score
 
     return list(await asyncio.gather(*(one(case) for case in cases), return_exceptions=True))
 

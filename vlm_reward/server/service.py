@@ -108,7 +108,7 @@ class RewardService:
         async def score(request: ScoreRequest) -> ScoreResponse:
             return await self._score(request, None, None, self_test=True)
 
-        outcomes = asyncio.run(score_cases(cases, score, self.limits.max_nframes))
+        outcomes = asyncio.run(score_cases(cases, score, self.limits.max_nframes, settings.request))
         report = grade(cases, outcomes, settings.threshold, settings.tolerance)
         (logger.info if report.passed else logger.error)("%s", report.summary())
         slot.finish_self_test(report.passed, report.summary())

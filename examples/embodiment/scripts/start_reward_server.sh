@@ -6,7 +6,8 @@
 # BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (docs/server/backends.md; old names work). Env: HOST (127.0.0.1),
 # PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
 # PYTHON (default: picked by vlm_reward.tools.runtime: .venv's, or .venv-vllm's for a vLLM backend
-# when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600).
+# when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600),
+# ENV_CONFIG (the env YAML it judges for, default libero_10.yaml: a --self-test asks as it asks).
 # The server keeps running in the background; its PID is printed. Stop it with: kill <PID>.
 set -euo pipefail
 
@@ -21,17 +22,24 @@ REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-18080}"
 WAIT_S="${WAIT_S:-600}"
+ENV_CONFIG="${ENV_CONFIG:-$REPO_PATH/examples/embodiment/config/env/libero_10.yaml}"
+MAIN_PYTHON=python
+if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
 if [ -z "${PYTHON:-}" ]; then
-  MAIN_PYTHON=python
-  if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
   # Prints PYTHON=... (and export lines with vLLM CPU defaults); exits 1 saying how to set up.
   launch="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m vlm_reward.tools.runtime "$BACKEND")"
   eval "$launch"
 fi
+# The env's success threshold and what it asks the judge, for a --self-test; a YAML that does
+# not load is the module's one sentence and exit status 2.
+if ! flags="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m examples.embodiment.judge_flags "$ENV_CONFIG")"; then
+  exit 2
+fi
+mapfile -t SELF_TEST_FLAGS <<<"$flags"
 LOG_FILE="${LOG_FILE:-$REPO_PATH/logs/reward_server-$PORT.log}"
 mkdir -p "$(dirname "$LOG_FILE")"
 
-ARGS=(--backend "$BACKEND" --model "$MODEL" --host "$HOST" --port "$PORT")
+ARGS=(--backend "$BACKEND" --model "$MODEL" --host "$HOST" --port "$PORT" "${SELF_TEST_FLAGS[@]}")
 if [ -n "${VIDEO_ROOT:-}" ]; then ARGS+=(--video-root "$VIDEO_ROOT"); fi
 PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" nohup "$PYTHON" -m vlm_reward.libero_reward_server \
   "${ARGS[@]}" "$@" >> "$LOG_FILE" 2>&1 &

@@ -108,3 +108,22 @@ def test_the_description_says_what_runs_where() -> None:
         "  replica 0: node 0 (10.0.0.5), GPUs 6",
         "  replica 1: node 1 (10.0.0.6), GPUs 6",
     ]
+
+
+def test_the_self_test_flags_of_the_served_env_go_before_the_user_s_and_are_described() -> None:
+    settings = RewardServerConfig(enable=True, model="/models/judge", replicas=1, server_args=["--self-test"])
+    flags = ("--self-test-threshold", "0.3", "--self-test-request", '{"nframes": 8}')
+    p = ReplicaPlan(settings, "/venv/bin/python", (slot(0, "6"),), flags)
+    assert p.server_args()[-5:] == [*flags, "--self-test"]
+    assert p.describe()[-1] == (
+        "  their self-test flags (with --self-test in server_args): "
+        "--self-test-threshold 0.3 --self-test-request '{\"nframes\": 8}'"
+    )
+
+
+@pytest.mark.parametrize(
+    "flag", ["--self-test-threshold", "--self-test-request=1"], ids=["threshold", "request"]
+)
+def test_the_self_test_flags_the_launcher_sets_cannot_be_given(flag: str) -> None:
+    with pytest.raises(ValueError, match="set for every replica by the launcher"):
+        RewardServerConfig(enable=True, model="/models/judge", server_args=[flag, "0.3"])

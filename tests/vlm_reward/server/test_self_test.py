@@ -9,8 +9,11 @@ misjudges :data:`COIN_FLIP_MISJUDGED` cases (pinned; regenerating the set change
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,15 +23,19 @@ import pytest
 import requests
 
 from tests.support.server import REPO, ServerProcess
+from vlm_reward.protocol import ScoreRequest, ScoreResponse
 from vlm_reward.server.self_test import (
     DEFAULT_SELF_TEST_DIR,
     SelfTestCase,
     grade,
     load_self_test,
+    request_json,
+    score_cases,
+    self_test_flags,
     write_manifest,
 )
 from vlm_reward.tools.server_process import free_port, load_failure
-from vlm_reward.video_io import encode_mp4
+from vlm_reward.video_io import encode_mp4, probe_video
 
 
 def _case(tmp: Path, name: str, success: bool, kind: str = "success") -> SelfTestCase:
@@ -180,3 +187,67 @@ def test_start_reward_server_sh_reports_a_failed_self_test_and_exits(tmp_path: P
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "[reward-server] backend 'fixed_score' failed its self-test: misjudged 6 of 10" in result.stderr
+
+
+# ---- the request a self-test asks with: the env's --------------------------------------------
+
+ENV_REQUEST = {
+    "nframes": 12,
+    "max_pixels": 12544,
+    "video_fps": 5.0,
+    "score_mode": "rubric",
+    "backend_kwargs": {"prompt": "roboreward"},
+}
+
+
+def test_the_launchers_flags_reach_the_server_s_settings() -> None:
+    from vlm_reward.server.cli import parse_config
+
+    flags = self_test_flags(0.3, ENV_REQUEST)
+    config, _ = parse_config(
+        [
+            "--plugin",
+            "tests.support.fake_backends",
+            "--backend",
+            "fixed_score",
+            "--model",
+            "m",
+            "--self-test",
+            *flags,
+        ]
+    )
+    assert config.self_test is not None
+    assert (config.self_test.threshold, config.self_test.request) == (0.3, ENV_REQUEST)
+
+
+BAD_REQUESTS = [
+    ("unknown_field", '{"nframe": 3}', "unknown request fields ['nframe']"),
+    ("the_video", '{"video_path": "x.mp4"}', "unknown request fields ['video_path']"),
+    ("bad_value", '{"nframes": 0}', "not a valid request"),
+    ("bad_mode", '{"score_mode": "percent"}', "not a valid request"),
+    ("not_an_object", "[1]", "expected a JSON object"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), [b[1:] for b in BAD_REQUESTS], ids=[b[0] for b in BAD_REQUESTS])
+def test_a_bad_self_test_request_is_one_sentence(text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match=re.escape(message)):
+        request_json(text)
+
+
+def test_every_case_is_asked_as_the_env_asks_its_frames_capped(tmp_path: Path) -> None:
+    cases = load_self_test(DEFAULT_SELF_TEST_DIR)[:3]
+    asked: list[ScoreRequest] = []
+
+    async def score(request: ScoreRequest) -> ScoreResponse:
+        asked.append(request)
+        return ScoreResponse(
+            score=0.5, raw_value=0.5, answer="0.5", think=None, backend="b", model="m", latency_s=0.0
+        )
+
+    outcomes = asyncio.run(score_cases(cases, score, max_nframes=10, request=ENV_REQUEST))
+    assert outcomes == [0.5] * 3
+    for request, case in zip(asked, cases, strict=True):
+        fields = request.model_dump(include=set(ENV_REQUEST))
+        frames = probe_video(case.video).num_frames
+        assert fields == {**ENV_REQUEST, "nframes": min(frames, 10, 12)}, case.describe()
