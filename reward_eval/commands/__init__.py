@@ -1,5 +1,5 @@
 """The commands of the evaluation tool, one module each (the helpers they share live in
-:mod:`reward_eval.job` and :mod:`reward_eval.judging`).
+:mod:`reward_eval.job` and :mod:`reward_eval.judge`).
 
 - ``run`` (:mod:`.run`): roll out, score every episode, report;
 - ``rescore`` (:mod:`.rescore`): a run's kept videos judged again;

@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from reward_eval.job.options import reward_overrides
-from reward_eval.judging.endpoint import JudgeEndpoint
+from reward_eval.judge.endpoint import JudgeEndpoint
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
 
