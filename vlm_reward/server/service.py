@@ -4,8 +4,8 @@
 (:mod:`vlm_reward.server.limits`), resolve the backend and admit the request in one step
 (:meth:`~vlm_reward.server.backend_slot.BackendSlot.admit`: ready, budget, score mode, frames),
 read the video once (:mod:`vlm_reward.server.video_source`), hand the job to the backend's
-runner (a :class:`~vlm_reward.server.batching.DynamicBatcher`, or a
-:class:`~vlm_reward.server.continuous.ContinuousRunner` for engines that batch themselves),
+runner (a :class:`~vlm_reward.backends.batching.DynamicBatcher`, or a
+:class:`~vlm_reward.backends.continuous.ContinuousRunner` for engines that batch themselves),
 wait for the answer unless the client leaves, and read it: a probability as is, text through
 :func:`vlm_reward.judging.parsing.parse_score`. It raises the exceptions that
 :func:`vlm_reward.errors.error_response` maps to statuses; the app only translates.
@@ -43,6 +43,7 @@ from vlm_reward.backends import (
     canonical_name,
     resolve_backend,
 )
+from vlm_reward.backends.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.errors import (
     AnswerParseError,
     BackendError,
@@ -55,7 +56,6 @@ from vlm_reward.errors import (
 from vlm_reward.judging.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.server.backend_slot import Admission, BackendSlot, check_default_budget
-from vlm_reward.server.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.server.config import ServerConfig
 from vlm_reward.server.metrics import ServerMetrics
 from vlm_reward.server.self_test import grade, load_self_test, score_cases
