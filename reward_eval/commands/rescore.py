@@ -39,7 +39,8 @@ from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.judge.prefixes import EPISODES_FILE, score_prefixes, write_episodes
 from vlm_reward.argtypes import positive_int
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeRecord, read_episode_log, write_episode_log
+from vlm_reward.client.episode_log import read_episode_log, write_episode_log
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
 
 

@@ -18,7 +18,7 @@ from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.job.paths import REPO
 from reward_eval.job.settings import RunSettings
 from reward_eval.judge.endpoint import JUDGE_ERRORS
-from vlm_reward.client.episode_record import EPISODE_LOG_GLOB, read_episode_log
+from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, read_episode_log
 
 
 def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:

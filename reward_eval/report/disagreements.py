@@ -15,7 +15,8 @@ from typing import Any
 from reward_eval.analysis.metrics import disagreements
 from reward_eval.report import plots
 from reward_eval.report.document import Block, Heading, Image, Items, Para
-from vlm_reward.client.episode_record import EpisodeRecord, is_success
+from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.verdict import is_success
 
 MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
 ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long

@@ -38,9 +38,9 @@ from tests.reward_eval.conftest import (
     run_reward_eval,
 )
 from tests.support.server import ServerProcess
-from vlm_reward.client.episode_record import JUDGE_KEYS, JudgeIdentity
 from vlm_reward.judging.prompts import PRESETS
 from vlm_reward.tools.server_process import ServerStartError, free_port
+from vlm_reward.verdict import JUDGE_KEYS, JudgeIdentity
 
 # ---------------------------------------------------------------------------- the rollout loop
 

@@ -61,7 +61,6 @@ import requests
 from pydantic import ValidationError
 
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import JudgeIdentity
 from vlm_reward.client.http import (
     RewardAuthError,
     RewardRequestError,
@@ -72,6 +71,7 @@ from vlm_reward.client.http import (
 from vlm_reward.client.replicas import ReplicaPool
 from vlm_reward.frames import evenly_spaced
 from vlm_reward.protocol import ScoreRequest, ScoreResponse, authorization
+from vlm_reward.verdict import JudgeIdentity
 from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)

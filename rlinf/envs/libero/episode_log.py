@@ -1,7 +1,7 @@
 """The env's JSONL episode log: the file an env worker writes, and the ids of an ended episode.
 
 One line per scored episode, :class:`vlm_reward.client.episode_record.EpisodeRecord`: the
-line, its writer and reader and the success rule live beside the reward server's client,
+line and its file (:mod:`vlm_reward.client.episode_log`) live beside the reward server's client,
 so the tools that read logs or re-score their videos need no RLinf. The success signal and
 the metrics are computed in :mod:`rlinf.envs.libero.episode_reward`.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vlm_reward.client.episode_record import EpisodeLogWriter, episode_log_path
+from vlm_reward.client.episode_log import EpisodeLogWriter, episode_log_path
 
 
 def split_name(is_eval: bool) -> str:

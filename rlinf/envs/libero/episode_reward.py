@@ -46,7 +46,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from vlm_reward.client.episode_record import Judgement, is_success
+from vlm_reward.client.episode_record import Judgement
+from vlm_reward.verdict import is_success
 
 logger = logging.getLogger(__name__)
 

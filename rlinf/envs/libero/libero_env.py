@@ -19,7 +19,8 @@ from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
 from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Shaping
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord, Judgement
+from vlm_reward.client.episode_log import EpisodeLogWriter
+from vlm_reward.client.episode_record import EpisodeRecord, Judgement
 from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 from vlm_reward.ray_replicas.run_key import fetch_into_environ
 from vlm_reward.watch.canaries import canary_counterfactual
