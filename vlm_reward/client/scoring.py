@@ -112,11 +112,6 @@ class ScoreResult:
     judge: JudgeIdentity | None = None  # who judged, as the server answered; None on a fallback
 
 
-def judge_of(body: ScoreResponse) -> JudgeIdentity:
-    """Who judged, as a response names it."""
-    return JudgeIdentity(body.backend, body.model, body.score_mode, body.prompt_preset, body.prompt_hash)
-
-
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
     """Indices of at most ``nframes`` frames spread evenly over ``num_frames``, ends included."""
     return np.array(evenly_spaced(num_frames, nframes), dtype=np.int64)
