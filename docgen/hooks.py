@@ -56,7 +56,7 @@ def _prometheus_metrics() -> str:
 
 def _env_metrics() -> str:
     from docgen.metrics_table import env_metrics_table
-    from rlinf.envs.libero.episode_reward import VLM_METRICS
+    from rlinf.envs.libero.reward_term import VLM_METRICS
 
     return env_metrics_table(VLM_METRICS)
 

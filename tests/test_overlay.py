@@ -103,6 +103,7 @@ FORK_FILES = {
     "rlinf/envs/libero/libero_env.py",
     "rlinf/envs/libero/episode_log.py",
     "rlinf/envs/libero/episode_reward.py",
+    "rlinf/envs/libero/reward_term.py",
 }
 
 

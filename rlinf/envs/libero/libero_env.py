@@ -17,7 +17,8 @@ import torch
 
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import canary_line, episode_line, open_episode_log, split_name, worker_rank
-from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Shaping
+from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards
+from rlinf.envs.libero.reward_term import Shaping
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_log import EpisodeLogWriter
 from vlm_reward.client.episode_record import Judgement
