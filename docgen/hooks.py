@@ -94,6 +94,12 @@ def _scripts() -> str:
     return scripts_reference(documented_scripts(), level=3)
 
 
+def _layout() -> str:
+    from docgen.layout import collect_layout, render_layout
+
+    return render_layout(collect_layout(Path(_REPO)))
+
+
 GENERATED: dict[str, Callable[[], str]] = {
     "reward-model-config": _reward_model_config,
     "reward-server-config": _reward_server_config,
@@ -105,6 +111,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "cli-reward-eval": _reward_eval_cli,
     "cli-tools": _cli("python -m vlm_reward.tools.tiny_checkpoint"),
     "cli-scripts": _scripts,
+    "layout": _layout,
 }
 
 

@@ -1,6 +1,7 @@
-"""Everything the fine-tune borrows from the evaluation commands, in one place: the reward
-settings the judge is served with, the suite's tasks for ``wrong_task``, and real servers judging
-the held-out examples.
+"""What the fine-tune borrows from the evaluation commands: served judges and their settings.
+
+In one place: the reward settings the judge is served with, the suite's tasks for
+``wrong_task``, and real servers judging the held-out examples.
 
 The before/after evaluation is the evaluation tools' own path: a local reward server started
 with :func:`..judge.endpoint.scoring_endpoint` (``--backend``, ``--server-kwargs``; the base

@@ -1,4 +1,6 @@
-"""The episode log file: ``<episode_log_dir>/vlm_episodes_<split>_rank<N>.jsonl``, one
+"""The episode log file: its name, its append-only writer, and its readers.
+
+``<episode_log_dir>/vlm_episodes_<split>_rank<N>.jsonl``, one
 :class:`~vlm_reward.client.episode_record.EpisodeRecord` a line.
 
 Writing is append-only and line-atomic (:class:`EpisodeLogWriter`), so the envs of one worker

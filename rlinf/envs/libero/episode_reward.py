@@ -1,4 +1,4 @@
-"""The VLM reward's episode bookkeeping and arithmetic, apart from LIBERO, HTTP and torch.
+"""The VLM reward's per-env episode bookkeeping, apart from LIBERO, HTTP and torch.
 
 :class:`EpisodeRewards` is what ``LiberoEnv`` feeds, step by step; it never talks to the
 simulator or the server itself. It keeps, per env:
