@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from vlm_reward.argtypes import unit_interval
-from vlm_reward.client.episode_record import is_success
 from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreRequest, ScoreResponse
 from vlm_reward.settings_flags import flag
+from vlm_reward.verdict import is_success
 from vlm_reward.video_io import probe_video
 
 DEFAULT_SELF_TEST_DIR = Path(__file__).resolve().parents[1] / "self_test_data"
