@@ -1,5 +1,7 @@
-"""Benchmark (issue 31): fine-tuning the tiny judges: training samples per second, peak memory, and
-the share of a step spent decoding and processing the video, which the input cache saves.
+"""Benchmark (issue 31): fine-tuning the tiny judges: samples per second, peak memory, video share.
+
+What is measured: training samples per second, peak memory, and the share of a step spent
+decoding and processing the video, which the input cache saves.
 
 Per family (the tiny Qwen2.5-VL and Qwen3-VL of ``vlm_reward.tools.tiny_checkpoint``) and per
 request size (what the env sends by default, 16 frames of at most 200,704 pixels; and the tests'

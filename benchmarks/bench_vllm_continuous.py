@@ -7,9 +7,9 @@ Run it with the vLLM venv (the engine runs in-process, no HTTP):
 One ``qwen_vl_vllm`` backend on the tiny checkpoint, loaded once, serves both contenders,
 so they differ only in how jobs reach the engine:
 
-- **continuous** (what the server does): :class:`~vlm_reward.server.continuous.ContinuousRunner`,
+- **continuous** (what the server does): :class:`~vlm_reward.backends.continuous.ContinuousRunner`,
   each job submitted to ``AsyncLLM`` the moment it arrives;
-- **batch-at-a-time** (what the server did): a :class:`~vlm_reward.server.batching.DynamicBatcher`
+- **batch-at-a-time** (what the server did): a :class:`~vlm_reward.backends.batching.DynamicBatcher`
   with the server's defaults (8 jobs, 20 ms window) around the backend's ``generate``,
   which runs a batch until its longest answer before the next batch starts.
 
@@ -45,8 +45,8 @@ from benchmarks.harness import (
     verdict,
 )
 from vlm_reward.backends import ScoreJob
-from vlm_reward.server.batching import DynamicBatcher
-from vlm_reward.server.continuous import ContinuousRunner
+from vlm_reward.backends.batching import DynamicBatcher
+from vlm_reward.backends.continuous import ContinuousRunner
 from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
 from vlm_reward.video_io import encode_mp4
 

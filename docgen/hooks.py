@@ -56,7 +56,7 @@ def _prometheus_metrics() -> str:
 
 def _env_metrics() -> str:
     from docgen.metrics_table import env_metrics_table
-    from rlinf.envs.libero.episode_reward import VLM_METRICS
+    from rlinf.envs.libero.reward_term import VLM_METRICS
 
     return env_metrics_table(VLM_METRICS)
 
@@ -90,8 +90,9 @@ def _reward_eval_cli() -> str:
 def _episode_log_keys() -> str:
     from docgen.episode_log import episode_log_keys
     from vlm_reward.client import episode_record as line
+    from vlm_reward.verdict import JUDGE_KEYS
 
-    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *line.JUDGE_KEYS)
+    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *JUDGE_KEYS)
     return episode_log_keys(line.EpisodeRecord, keys, line.REQUIRED_KEYS)
 
 
@@ -110,6 +111,12 @@ def _scripts() -> str:
     return scripts_reference(documented_scripts(), level=3)
 
 
+def _layout() -> str:
+    from docgen.layout import collect_layout, render_layout
+
+    return render_layout(collect_layout(Path(_REPO)))
+
+
 GENERATED: dict[str, Callable[[], str]] = {
     "reward-model-config": _reward_model_config,
     "reward-server-config": _reward_server_config,
@@ -123,6 +130,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "cli-scripts": _scripts,
     "exit-statuses": _exit_statuses,
     "episode-log-keys": _episode_log_keys,
+    "layout": _layout,
 }
 
 

@@ -42,7 +42,7 @@ def prometheus_table(collectors: Iterable[Any]) -> str:
 
 
 def env_metrics_table(metrics: Mapping[str, str]) -> str:
-    """The env's ``infos["episode"]`` keys (``rlinf.envs.libero.episode_reward.VLM_METRICS``)."""
+    """The env's ``infos["episode"]`` keys (``rlinf.envs.libero.reward_term.VLM_METRICS``)."""
     return table(("key", "meaning"), [(code(key), meaning) for key, meaning in metrics.items()])
 
 

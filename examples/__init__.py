@@ -1,0 +1,1 @@
+"""Examples that run RLinf with this fork's env; only ``embodiment`` so far."""

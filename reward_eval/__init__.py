@@ -7,8 +7,8 @@ The package is split by role:
 - :mod:`.commands`: what executes: one module per command;
 - :mod:`.job`: what the commands share around the judge: their options, the rollout through
   ``LiberoEnv``, the run dir they write, the repo's paths, the libraries' notices silenced;
-- :mod:`.judging`: the reward server they score against (a given ``--endpoint`` or a local one
-  they start) and the many-call judging of ``audit`` and ``rescore --prefixes``;
+- :mod:`.judge`: the reward server they score against (a given ``--endpoint`` or a local one
+  they start) and the many calls to it of ``audit`` and ``rescore --prefixes``;
 - :mod:`.policies`: the policies that play the episodes (by name: ``zero``, ``random``,
   ``expert``);
 - :mod:`.analysis`: reading episode logs and training-run scalars, and the numbers: VLM vs

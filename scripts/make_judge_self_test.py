@@ -32,7 +32,7 @@ from omegaconf import OmegaConf  # noqa: E402
 from reward_eval.analysis.episode_log import episode_logs, kept_episodes  # noqa: E402
 from reward_eval.job.env_config import load_env_config  # noqa: E402
 from reward_eval.job.paths import ENV_CONFIG  # noqa: E402
-from reward_eval.judging.counterfactuals import decode_frames  # noqa: E402
+from reward_eval.judge.counterfactuals import decode_frames  # noqa: E402
 from vlm_reward.perturbations import Source, perturb  # noqa: E402
 from vlm_reward.server.self_test import DEFAULT_SELF_TEST_DIR, SelfTestCase, write_manifest  # noqa: E402
 from vlm_reward.video_io import encode_mp4  # noqa: E402

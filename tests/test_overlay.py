@@ -101,9 +101,9 @@ FORK_FILES = {
     "rlinf/envs/__init__.py",
     "rlinf/envs/libero/__init__.py",
     "rlinf/envs/libero/libero_env.py",
-    "rlinf/envs/libero/vlm_reward_client.py",
     "rlinf/envs/libero/episode_log.py",
     "rlinf/envs/libero/episode_reward.py",
+    "rlinf/envs/libero/reward_term.py",
 }
 
 

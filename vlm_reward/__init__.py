@@ -1,4 +1,4 @@
-"""VLM reward server for LIBERO episodes.
+"""The VLM reward server and its client, installable on their own (pip install '.[hf]' / '.[vllm]').
 
 Importing this package is cheap: it never imports torch, transformers or vLLM.
 Those are imported by the backend that needs them, when it is loaded.

@@ -9,7 +9,8 @@
 - :mod:`vlm_reward.server.backend_slot` - one hosted backend: load state, runner, per-request checks;
 - :mod:`vlm_reward.server.config` and :mod:`vlm_reward.server.limits` - the start-up settings and
   what one request may cost (the ``--max-*`` flags);
-- :mod:`vlm_reward.server.batching` and :mod:`vlm_reward.server.continuous` - how jobs reach a backend;
+- :mod:`vlm_reward.backends.batching` and :mod:`vlm_reward.backends.continuous` - how jobs reach a
+  backend (the backend picks its runner: ``RewardBackend.runner``);
 - :mod:`vlm_reward.protocol` and :mod:`vlm_reward.errors` - the wire protocol and the exceptions.
 
 This module is the stable entry point and re-exports the two names callers use.

@@ -7,7 +7,7 @@ keys: ``perturbation``, ``task_id``, ``task_text``, ``score`` and ``original_sco
 for a failed call, the client's fallback), plus where it came from (``log``, ``record``).
 
 Every row but ``original`` should be judged a failure, so its positive rate at the threshold
-(:func:`vlm_reward.client.episode_record.is_success`) is a false-positive rate; ``original``
+(:func:`vlm_reward.verdict.is_success`) is a false-positive rate; ``original``
 (the native successes) gives the true-positive rate on the same judge for comparison.
 ``mean_drop`` is the mean of ``original_score - score`` over the counterfactuals whose both
 calls were judged: how much the perturbation lowered the score. Failed calls are counted
@@ -21,7 +21,7 @@ from typing import Any
 
 from reward_eval.analysis.metrics import task_key, task_order
 from reward_eval.analysis.perturbations import FAILURE
-from vlm_reward.client.episode_record import is_success
+from vlm_reward.verdict import is_success
 
 ORIGINAL = "original"
 WORST_CASES = 2  # per row: the counterfactuals the judge liked best, drawn as filmstrips

@@ -3,7 +3,7 @@
 The env writes ``vlm_episodes_<split>_rank<N>.jsonl`` into its ``episode_log_dir`` (the run
 dir of an evaluation, the log dir of a training run), one
 :class:`vlm_reward.client.episode_record.EpisodeRecord` per line, read back with
-:func:`vlm_reward.client.episode_record.read_episode_log`. The commands that judge a run's
+:func:`vlm_reward.client.episode_log.read_episode_log`. The commands that judge a run's
 videos again (``rescore``, ``rescore --prefixes``, the audit) work on :class:`KeptEpisode`.
 """
 
@@ -13,7 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from vlm_reward.client.episode_record import EPISODE_LOG_GLOB, TRAIN_LOG_GLOB, EpisodeRecord, read_episode_log
+from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, TRAIN_LOG_GLOB, read_episode_log
+from vlm_reward.client.episode_record import EpisodeRecord
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Which judges scored a set of episodes: pure functions over episode records.
 
-Every judged record names its judge (:class:`vlm_reward.client.episode_record.JudgeIdentity`:
+Every judged record names its judge (:class:`vlm_reward.verdict.JudgeIdentity`:
 backend, model, score mode, prompt preset and fingerprint). Metrics over episodes judged by two
 different judges mix two instruments, so every report lists the judges with their episode
 counts and says so when there is more than one. Fallback episodes were judged by nobody and are

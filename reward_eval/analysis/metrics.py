@@ -49,7 +49,8 @@ import numpy as np
 
 from reward_eval.analysis.calibration import calibration
 from reward_eval.analysis.judges import judges_of
-from vlm_reward.client.episode_record import EpisodeRecord, as_record, is_success
+from vlm_reward.client.episode_record import EpisodeRecord, as_record
+from vlm_reward.verdict import is_success
 
 DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
 Record = EpisodeRecord | Mapping[str, Any]  # a record, or a decoded line validated into one

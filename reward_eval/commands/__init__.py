@@ -1,5 +1,6 @@
-"""The commands of the evaluation tool, one module each (the helpers they share live in
-:mod:`reward_eval.job` and :mod:`reward_eval.judging`).
+"""The commands of the evaluation tool, one module each.
+
+The helpers they share live in :mod:`reward_eval.job` and :mod:`reward_eval.judge`.
 
 - ``run`` (:mod:`.run`): roll out, score every episode, report;
 - ``rescore`` (:mod:`.rescore`): a run's kept videos judged again;

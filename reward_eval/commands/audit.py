@@ -5,7 +5,7 @@ the run's kept videos, every native success becomes counterfactual episodes, one
 registered perturbation (:mod:`..analysis.perturbations`: reversed, frozen, clipped, shuffled,
 wrong_task), each of which must be judged a failure; the native failures are judged again as
 the reference, and the successes themselves so the drop is measured on one judge, whatever
-``--endpoint`` says (:mod:`..judging.audit_run`, the same code ``run`` audits its own run with).
+``--endpoint`` says (:mod:`..job.audit_run`, the same code ``run`` audits its own run with).
 
 Writes ``audit.json`` (the summary of :func:`..analysis.audit.summarize_audit`, with every
 case), ``report.md``, ``report.html`` and the worst cases' filmstrips (original above
@@ -30,13 +30,13 @@ from typing import Any
 from reward_eval.analysis.audit import rows_above
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.exit_statuses import EXIT_CANNOT_AUDIT, EXIT_FAIL_ABOVE, EXIT_JUDGE_UNAVAILABLE
+from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir
+from reward_eval.job.judge_config import judge_config
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.settings import RunSettings
-from reward_eval.judging.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir
-from reward_eval.judging.config import judge_config
-from reward_eval.judging.counterfactuals import AuditInputError
-from reward_eval.judging.endpoint import JUDGE_ERRORS, scoring_endpoint
+from reward_eval.judge.counterfactuals import AuditInputError
+from reward_eval.judge.endpoint import JUDGE_ERRORS, scoring_endpoint
 from reward_eval.report.audit import audit_lines
 from vlm_reward.argtypes import positive_int, unit_interval
 from vlm_reward.client.scoring import RewardClient

@@ -33,7 +33,7 @@ from reward_eval.finetune.pipeline import ResumeError
 from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
 from reward_eval.job.options import DEFAULT_LOCAL_BACKEND, positive_float
 from reward_eval.job.paths import ENV_CONFIG
-from reward_eval.judging.endpoint import JUDGE_ERRORS
+from reward_eval.judge.endpoint import JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
 from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
 

@@ -3,7 +3,7 @@
 ``python -m reward_eval report RUN_DIR --threshold T [--binary|--continuous]``
 reads the run's episode logs, sets each record's ``success_threshold`` (and ``binary_reward``)
 and recomputes its ``vlm_success`` with the report's success rule
-(:func:`vlm_reward.client.episode_record.is_success`), exactly what ``rescore`` with the same judge and
+(:func:`vlm_reward.verdict.is_success`), exactly what ``rescore`` with the same judge and
 another ``--threshold`` would write, and writes a new run dir with the same report in seconds.
 A run with an audit (``audit/audit.json``) gets its audit re-counted at the new threshold from
 the stored scores, its filmstrips copied. ``rescore`` stays for another judge.
@@ -25,12 +25,12 @@ from reward_eval.analysis.audit import ORIGINAL, summarize_audit
 from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.analysis.perturbations import FAILURE
+from reward_eval.job.audit_run import AUDIT_DIR, summary_block
 from reward_eval.job.run_dir import default_run_dir, finish_report
 from reward_eval.job.settings import RunSettings
-from reward_eval.judging.audit_run import AUDIT_DIR, summary_block
 from reward_eval.report.audit import AUDIT_FILE, write_audit_report
 from vlm_reward.argtypes import unit_interval
-from vlm_reward.client.episode_record import read_episode_log, write_episode_log
+from vlm_reward.client.episode_log import read_episode_log, write_episode_log
 from vlm_reward.exit_statuses import EXIT_OK
 
 

@@ -13,7 +13,7 @@ Unset judgement options keep the source's: ``--threshold`` defaults to the recor
 with the same backend and model reproduces the scores (the backends decode greedily);
 another ``--threshold`` changes only ``vlm_success``.
 
-``--prefixes K`` also judges the growing prefixes of every video (:mod:`..judging.prefixes`) and
+``--prefixes K`` also judges the growing prefixes of every video (:mod:`..judge.prefixes`) and
 adds the progress order (VOC) to ``summary.json`` (``progress``), ``voc_episodes.jsonl``
 and the report.
 """
@@ -29,17 +29,18 @@ from typing import Any
 
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.progress import summarize_progress
+from reward_eval.job.judge_config import judge_config
 from reward_eval.job.options import add_scoring_options, check_scoring_options, prefix_count, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
 from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
-from reward_eval.judging.calls import JudgeCall, judge_all
-from reward_eval.judging.config import judge_config
-from reward_eval.judging.endpoint import JudgeEndpoint, scoring_endpoint
-from reward_eval.judging.prefixes import EPISODES_FILE, score_prefixes, write_episodes
+from reward_eval.judge.calls import JudgeCall, judge_all
+from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
+from reward_eval.judge.prefixes import EPISODES_FILE, score_prefixes, write_episodes
 from vlm_reward.argtypes import positive_int
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeRecord, read_episode_log, write_episode_log
+from vlm_reward.client.episode_log import read_episode_log, write_episode_log
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
 
 

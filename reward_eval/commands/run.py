@@ -11,7 +11,7 @@
    with the ``--policy`` choosing each chunk of actions; the env scores every episode once
    at its end and appends its JSONL line to the run dir;
 4. unless ``--no-audit``, audits the judge on counterfactual episodes of the kept videos
-   (:mod:`..judging.audit_run`, as the ``audit`` command does, into ``audit/``) while the
+   (:mod:`..job.audit_run`, as the ``audit`` command does, into ``audit/``) while the
    server is still up;
 5. summarizes the JSONL (``analysis.metrics.summarize``), writes ``summary.json``,
    ``report.md``, ``report.html`` and the plots (``report.evaluation.write_report``), prints
@@ -34,6 +34,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
+from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir, summary_block
+from reward_eval.job.judge_config import judge_config
 from reward_eval.job.options import (
     add_scoring_options,
     check_scoring_options,
@@ -45,10 +47,8 @@ from reward_eval.job.quiet import dropping_stdout_lines
 from reward_eval.job.rollout import make_env, rollout
 from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
 from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
-from reward_eval.judging.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir, summary_block
-from reward_eval.judging.config import judge_config
-from reward_eval.judging.counterfactuals import AuditInputError
-from reward_eval.judging.endpoint import JudgeEndpoint, scoring_endpoint
+from reward_eval.judge.counterfactuals import AuditInputError
+from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.policies import make_policy, policy_names
 from vlm_reward.argtypes import json_object, positive_int
 from vlm_reward.client.scoring import RewardClient

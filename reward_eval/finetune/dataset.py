@@ -3,7 +3,7 @@
 Every kept video of the runs' episode logs is one example, labelled by its native success
 (a success should be judged "yes", a failure "no"). Each native success also gives one
 negative per chosen perturbation of the audit's registry (:mod:`..analysis.perturbations`,
-built by the audit's own :func:`..judging.counterfactuals.episode_counterfactuals` with the
+built by the audit's own :func:`..judge.counterfactuals.episode_counterfactuals` with the
 audit's seeding): the episode reversed, frozen, clipped, shuffled or judged against another
 task's instruction, each labelled a failure.
 
@@ -29,7 +29,7 @@ from typing import Any
 from reward_eval.analysis.audit import ORIGINAL
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.finetune.split import GroupInfo, choose_held_out, counts_by, group_key
-from reward_eval.judging.counterfactuals import (
+from reward_eval.judge.counterfactuals import (
     decode_frames,
     episode_counterfactuals,
     source_of,

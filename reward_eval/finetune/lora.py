@@ -1,5 +1,7 @@
-"""Which weights a fine-tune changes: LoRA adapters through ``peft`` on the family's default
-modules, or every weight (full fine-tuning, for small models); and the merged checkpoint.
+"""Which weights a fine-tune changes (LoRA adapters or every weight), and the merged checkpoint.
+
+LoRA adapters go through ``peft`` on the family's default modules; full fine-tuning changes every
+weight (for small models).
 
 **Default LoRA targets come from the model family**
 (:attr:`~vlm_reward.judging.model_family.ModelFamily.lora_targets` of the checkpoint's family),

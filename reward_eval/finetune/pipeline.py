@@ -72,8 +72,8 @@ class Outcome:
 def hard_negative_lookup(episodes: Sequence[RunEpisode]) -> Any:
     """``episode -> instruction`` for ``wrong_task``: another task of the episode's run's suite."""
     from reward_eval.analysis.hard_negatives import hard_negative
+    from reward_eval.job.audit_run import suite_tasks
     from reward_eval.job.settings import RunSettings
-    from reward_eval.judging.audit_run import suite_tasks
 
     suites = {}
     for run in {e.run for e in episodes}:

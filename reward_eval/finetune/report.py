@@ -51,10 +51,6 @@ def loss_plot(path: Path, step_losses: Sequence[float], epoch_losses: Sequence[f
     return save_figure(fig, path)
 
 
-def _cell(key: str, value: Any) -> str:
-    return pct(value) if key == "audit" else num(value)
-
-
 def comparison_rows(evaluation: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """``(metric, base, fine-tuned)`` rows: the judge metrics, then the audit's rate per row
     (``original``: true positives; every other row: false positives)."""

@@ -1,16 +1,17 @@
-"""Everything the fine-tune borrows from the evaluation commands, in one place: the reward
-settings the judge is served with, the suite's tasks for ``wrong_task``, and real servers judging
-the held-out examples.
+"""What the fine-tune borrows from the evaluation commands: served judges and their settings.
+
+In one place: the reward settings the judge is served with, the suite's tasks for
+``wrong_task``, and real servers judging the held-out examples.
 
 The before/after evaluation is the evaluation tools' own path: a local reward server started
-with :func:`..judging.endpoint.scoring_endpoint` (``--backend``, ``--server-kwargs``; the base
+with :func:`..judge.endpoint.scoring_endpoint` (``--backend``, ``--server-kwargs``; the base
 checkpoint, then the fine-tuned one), the env's own client built from the env YAML's
 ``reward_model`` block with the command's overrides (:func:`..job.options.reward_overrides`), and
-the audit's many-call loop :func:`..judging.calls.judge_all`. The same block gives the training
+the audit's many-call loop :func:`..judge.calls.judge_all`. The same block gives the training
 its request (:class:`.inputs.Request`: ``nframes``, ``max_pixels``, ``video_fps``,
 ``backend_kwargs``), so what is trained is what these servers are asked.
 
-:func:`reward_block` is :func:`..judging.config.judge_config`'s block without the source
+:func:`reward_block` is :func:`..job.judge_config.judge_config`'s block without the source
 records' defaults (every example is judged in probability mode, the readout that is trained).
 """
 
@@ -25,8 +26,8 @@ from typing import Any
 from reward_eval.finetune.dataset import Example
 from reward_eval.finetune.inputs import PROBABILITY, Request
 from reward_eval.job.options import reward_overrides
-from reward_eval.judging.calls import JudgeCall, judge_all
-from reward_eval.judging.endpoint import JudgeEndpoint, scoring_endpoint
+from reward_eval.judge.calls import JudgeCall, judge_all
+from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 
 # Replaced by the served judge's URL and key variable before any call.
 PENDING = JudgeEndpoint("http://127.0.0.1:1/score", None)

@@ -4,13 +4,13 @@ The scoring options of ``run`` and ``rescore``: either ``--endpoint URL`` (a ser
 is already running) or ``--backend NAME [--model PATH]`` (the job starts a local server and
 stops it at the end; a vLLM backend runs on the vLLM venv when this interpreter has no
 vLLM, see :mod:`vlm_reward.tools.runtime`; ``--replicas N`` starts N of them on a private Ray
-cluster of this machine, see :mod:`..judging.replicas`).
+cluster of this machine, see :mod:`..judge.replicas`).
 With a Qwen-VL backend (``qwen_vl_hf``, ``qwen_vl_vllm``, ``PRIMO-R1``) and no
 ``--model`` a tiny random-weight checkpoint is built offline into the run dir, of the family
 ``--tiny-family`` names (Qwen2.5-VL by default, or Qwen3-VL), and the settings say
 ``random_model: true``: its scores mean nothing, the run only shows that every stage works.
 ``--model`` takes a checkpoint of any supported family (its config.json decides).
-:mod:`..judging.endpoint` turns them into the endpoint a command scores against.
+:mod:`..judge.endpoint` turns them into the endpoint a command scores against.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reward_eval.judging.endpoint import JudgeEndpoint
+from reward_eval.judge.endpoint import JudgeEndpoint
 from vlm_reward.argtypes import json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL

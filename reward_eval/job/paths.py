@@ -1,5 +1,6 @@
-"""Where the evaluation app finds the repo: its root, the env YAML the commands build on, and
-the rlinf overlay put first on the import path.
+"""Where the evaluation app finds the repo: its root, the default env YAML, the rlinf overlay.
+
+The env YAML is the one the commands build on; the rlinf overlay is put first on the import path.
 
 One home for what ``run``, ``rescore`` and ``audit`` all default to (``--env-config``) and for
 where run dirs go, so no command imports another for a constant. The package is used from the

@@ -18,8 +18,8 @@ from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.exit_statuses import EXIT_JUDGE_UNAVAILABLE
 from reward_eval.job.paths import REPO
 from reward_eval.job.settings import RunSettings
-from reward_eval.judging.endpoint import JUDGE_ERRORS
-from vlm_reward.client.episode_record import EPISODE_LOG_GLOB, read_episode_log
+from reward_eval.judge.endpoint import JUDGE_ERRORS
+from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, read_episode_log
 from vlm_reward.exit_statuses import EXIT_OK
 
 
@@ -27,7 +27,7 @@ def run_command(execute: Callable[[argparse.Namespace], Any], args: argparse.Nam
     """Run a job command (``run``, ``rescore``) on parsed ``args``; returns the exit status.
 
     A reward server that cannot be started or reached, or that refuses the key (a 401;
-    :data:`..judging.endpoint.JUDGE_ERRORS`), is the user's to fix, not a bug: it ends the
+    :data:`..judge.endpoint.JUDGE_ERRORS`), is the user's to fix, not a bug: it ends the
     command with its one-line message and status 1 instead of a traceback. Every other
     exception propagates.
     """

@@ -32,6 +32,7 @@ from reward_eval.report.document import (
     render_markdown,
 )
 from reward_eval.report.plots import save_figure
+from reward_eval.report.provenance import RANDOM_MODEL_WARNING
 from reward_eval.report.table import num, pct
 from vlm_reward.frames import evenly_spaced
 
@@ -172,9 +173,7 @@ def write_audit_report(
     text = json.dumps(audit, indent=2, allow_nan=False, default=str)
     paths["audit"].write_text(text + "\n", encoding="utf-8")
     blocks: list[Block] = [Heading(title, 1)]
-    if random_model:  # imported here: the evaluation report imports this module
-        from reward_eval.report.evaluation import RANDOM_MODEL_WARNING
-
+    if random_model:
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     blocks += audit_blocks(audit)
     paths["markdown"].write_text(render_markdown(blocks), encoding="utf-8")

@@ -16,29 +16,26 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward_eval.analysis.judges import judge_text, mixed_warning
-from reward_eval.analysis.metrics import Record, as_records, disagreements
+from reward_eval.analysis.judges import mixed_warning
+from reward_eval.analysis.metrics import Record, as_records
 from reward_eval.report import plots
 from reward_eval.report.audit import audit_section
 from reward_eval.report.calibration import calibration_section
+from reward_eval.report.disagreements import MAX_STRIPS, disagreement_section, relative_link
 from reward_eval.report.document import (
     Alert,
     Block,
     Heading,
     Image,
-    Items,
     Para,
     Table,
     render_html,
     render_markdown,
 )
 from reward_eval.report.progress import progress_section
-from reward_eval.report.table import THRESHOLD_SOURCES, check_summary, num, pct
-from vlm_reward.client.episode_record import EpisodeRecord, is_success
-
-MAX_STRIPS = 24  # disagreement strips drawn; beyond that the report lists how many were left out
-ANSWER_CHARS = 300  # of the VLM's answer shown per disagreement: PRIMO's <think> can be pages long
-
+from reward_eval.report.provenance import RANDOM_MODEL_WARNING, provenance_section
+from reward_eval.report.table import check_summary, num, pct
+from vlm_reward.client.episode_record import EpisodeRecord
 
 # ----------------------------------------------------------------------------- report sections
 
@@ -49,34 +46,6 @@ def _secs(value: float | None) -> str:
 
 def _fallbacks(block: Mapping[str, Any]) -> str:
     return f"{block['fallback_count']} ({pct(block['fallback_rate'])})"
-
-
-def _provenance(summary: Mapping[str, Any], settings: Mapping[str, Any]) -> list[Block]:
-    """Where the numbers come from: threshold, backend and model, the fallback rule, all settings."""
-    overall = summary["overall"]
-    source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
-    backend, model = settings.get("backend"), settings.get("model")
-    judge = f"backend {backend or 'not recorded'}, model {model or 'not recorded'}"
-    judges = summary.get("judges") or []
-    modes = ", ".join(summary.get("reward_modes_in_records") or []) or "not recorded"
-    items = (
-        f"{overall['n_episodes']} episodes over {len(summary['per_task'])} task(s); "
-        f"{overall['n_judged']} judged by the VLM, {overall['fallback_count']} got the fallback score.",
-        f"Scores from the reward server: {judge}.",
-        f"Judged by (as the server answered, per episode): {judge_text(judges)}.",
-        f"VLM success = vlm_score >= {summary['threshold']:g} (threshold: {source}).",
-        "Ground truth: the simulator's success (native_success) at any step of the episode.",
-        "Fallback episodes carry the fallback score, not a judgement: they are excluded from the VLM "
-        "success rate, agreement, precision, recall, F1, AUROC and the score errors, and counted separately.",
-        f"Reward mode of the run(s) that wrote the records: {modes}. Both modes are evaluated below.",
-    )
-    blocks: list[Block] = [Heading("Where the numbers come from"), Items(items)]
-    if settings:
-        rows = tuple(
-            (str(k), v if isinstance(v, str) else json.dumps(v, default=str)) for k, v in settings.items()
-        )
-        blocks += [Para("Settings of this evaluation:"), Table(("setting", "value"), rows)]
-    return blocks
 
 
 def _overall(block: Mapping[str, Any]) -> list[Block]:
@@ -198,98 +167,11 @@ def _plot_blocks(run_dir: Path, figures: Mapping[str, Path]) -> list[Block]:
         if key in figures:
             blocks += [
                 Para(caption[0].upper() + caption[1:] + ":"),
-                Image(_rel(figures[key], run_dir), caption),
+                Image(relative_link(figures[key], run_dir), caption),
             ]
     if "latency_histogram" not in figures:
         blocks.append(Para("No latency plot: no episode record has a latency_s."))
     return blocks
-
-
-def _rel(path: Path, run_dir: Path) -> str:
-    return path.relative_to(run_dir).as_posix()
-
-
-def _outcome(success: bool) -> str:
-    return "success" if success else "failure"
-
-
-def _episode_label(index: int, record: EpisodeRecord) -> str:
-    parts = [f"task {record.task_id}"]
-    labelled = (("trial", record.trial_id), ("episode", record.episode))
-    parts += [f"{name} {value}" for name, value in labelled if value is not None]
-    return ", ".join(parts) + f" (record {index})"
-
-
-def _verdict_lines(record: EpisodeRecord, threshold: float) -> list[str]:
-    """Task, both verdicts and the VLM's answer (whitespace collapsed, cut at ``ANSWER_CHARS``)."""
-    answer = record.vlm_answer
-    answer = "(no answer logged)" if answer is None else " ".join(str(answer).split())
-    if len(answer) > ANSWER_CHARS:
-        answer = answer[: ANSWER_CHARS - 1] + "…"
-    native, verdict = _outcome(record.native_success), _outcome(is_success(record.vlm_score, threshold))
-    score = float(record.vlm_score)
-    return [
-        f"task: {record.task_text or '(no task text)'}",
-        f"native: {native}; VLM score {score:.3f} -> {verdict} at threshold {threshold:g}",
-        f"VLM answer: {answer}",
-    ]
-
-
-def _video_frames(record: EpisodeRecord, run_dir: Path) -> tuple[Any, str | None]:
-    """The kept video's frames, or ``None`` and a sentence saying why there are none."""
-    video = record.video_path
-    if not video:
-        return None, "No video: the record has no video_path (reward_model.keep_temp_video: True keeps them)."
-    path = Path(video)
-    if not path.is_absolute() and not path.exists():
-        path = run_dir / path  # a log moved together with its videos
-    if not path.exists():
-        return None, f"Video gone: {video} no longer exists."
-    try:
-        return plots.read_video_frames(path), None
-    except ValueError as exc:
-        return None, f"Video unreadable: {exc}"
-
-
-def _disagreement_section(
-    run_dir: Path, records: Sequence[EpisodeRecord], summary: Mapping[str, Any], max_strips: int
-) -> tuple[list[Block], dict[str, Path]]:
-    """One entry per judged episode where VLM and simulator disagree, with its frame strip."""
-    threshold, overall = summary["threshold"], summary["overall"]
-    indices = disagreements(records, threshold)
-    blocks: list[Block] = [
-        Heading("Disagreements"),
-        Para(
-            f"{len(indices)} judged episode(s) where the VLM's verdict differs from the simulator's: "
-            f"{overall['fp']} false positive(s) (VLM success, native failure) and {overall['fn']} false "
-            "negative(s). Each strip shows the frames of the video the VLM was sent."
-        ),
-    ]
-    strips: dict[str, Path] = {}
-    for index in indices[:max_strips]:
-        record = records[index]
-        label, verdict = _episode_label(index, record), _verdict_lines(record, threshold)
-        blocks += [Heading(label, 3), Items(tuple(verdict))]
-        frames, note = _video_frames(record, run_dir)
-        if frames is None:
-            blocks.append(Para(note))
-            continue
-        path = plots.frame_strip(
-            run_dir / "disagreements" / f"record_{index:05d}.png", frames, "\n".join([label, *verdict])
-        )
-        strips[f"disagreement_{index}"] = path
-        blocks.append(Image(_rel(path, run_dir), f"frames of {label}"))
-    if len(indices) > max_strips:
-        blocks.append(
-            Para(f"{len(indices) - max_strips} more disagreement(s) not shown (max_strips={max_strips}).")
-        )
-    return blocks, strips
-
-
-RANDOM_MODEL_WARNING = (
-    "These scores come from a random-weight model. They mean nothing about the task, the policy or "
-    "a real judge; this report only shows that every stage of the evaluation runs."
-)
 
 
 def write_report(
@@ -331,13 +213,13 @@ def write_report(
     }
     paths["summary"].write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     figures = _write_plots(run_dir, records, summary)
-    strip_blocks, strips = _disagreement_section(run_dir, records, summary, max_strips)
+    strip_blocks, strips = disagreement_section(run_dir, records, summary, max_strips)
     blocks: list[Block] = [Heading(title, 1)]
     if settings.get("random_model"):
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     if (warning := mixed_warning(summary.get("judges") or [])) is not None:
         blocks.append(Alert(warning))
-    blocks += _provenance(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
+    blocks += provenance_section(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
     sections = (
         ("calibration", calibration_section),

@@ -1,4 +1,4 @@
-"""Overlay package: this fork's modules first, then the installed rlinf==0.3.0 (see rlinf/_overlay.py)."""
+"""``rlinf.envs``, overlaid: this fork's modules first, then the installed ones (see rlinf/_overlay.py)."""
 
 from rlinf._overlay import mount_installed
 

@@ -11,8 +11,9 @@ from docgen import hooks
 from docgen.commands import REPO
 from docgen.episode_log import attribute_docs, episode_log_keys
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeRecord, JudgeIdentity
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import ScoreResult
+from vlm_reward.verdict import JudgeIdentity
 
 _KEY = re.compile(r"^\| `([a-z_]+)` \|", re.MULTILINE)
 

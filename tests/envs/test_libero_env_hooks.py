@@ -6,8 +6,6 @@ Imports LIBERO's modules (RLinf's ``libero_env``) but runs no simulator.
 from __future__ import annotations
 
 import sys
-from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -32,28 +30,3 @@ def test_only_the_documented_hooks_are_overridden(envs: tuple[type, type]) -> No
 def test_each_hook_names_the_rlinf_method_it_depends_on(envs: tuple[type, type], hook: str) -> None:
     doc = vars(envs[0])[hook].__doc__ or ""
     assert f"``{hook}" in doc or f"``LiberoEnv.{hook}" in doc, doc
-
-
-RANKS = [
-    ("outside_a_worker", None, 0),
-    ("worker_rank", SimpleNamespace(rank=3, group_world_size=4), 3),
-]
-
-
-@pytest.mark.parametrize(("info", "rank"), [r[1:] for r in RANKS], ids=[r[0] for r in RANKS])
-def test_worker_rank(info: Any, rank: int) -> None:
-    from rlinf.envs.libero.libero_env import worker_rank
-
-    assert worker_rank(info) == rank
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [SimpleNamespace(), SimpleNamespace(rank="1"), SimpleNamespace(rank=-2)],
-    ids=["no_rank", "str_rank", "negative_rank"],
-)
-def test_worker_rank_rejects_a_worker_info_without_a_rank(bad: Any) -> None:
-    from rlinf.envs.libero.libero_env import worker_rank
-
-    with pytest.raises(ValueError, match=r"worker_info\.rank must be an int >= 0"):
-        worker_rank(bad)

@@ -18,7 +18,7 @@ from tests.conftest import moving_square_frames
 from tests.reward_eval.conftest import run_reward_eval
 from tests.reward_eval.test_reward_eval_audit import write_run
 from tests.support.server import ServerProcess
-from vlm_reward.client.episode_record import EPISODE_LOG_GLOB
+from vlm_reward.client.episode_log import EPISODE_LOG_GLOB
 from vlm_reward.protocol import API_KEY_ENV
 
 pytestmark = pytest.mark.slow  # a server process and a fresh interpreter per command

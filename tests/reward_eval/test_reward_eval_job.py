@@ -26,7 +26,7 @@ from reward_eval import cli
 from reward_eval.commands import run as run_cmd
 from reward_eval.job import options, rollout
 from reward_eval.job.run_dir import run_command
-from reward_eval.judging.endpoint import EndpointUnavailableError
+from reward_eval.judge.endpoint import EndpointUnavailableError
 from reward_eval.policies import make_policy
 from reward_eval.report.plots import read_video_frames
 from tests.reward_eval.conftest import (
@@ -38,9 +38,9 @@ from tests.reward_eval.conftest import (
     run_reward_eval,
 )
 from tests.support.server import ServerProcess
-from vlm_reward.client.episode_record import JUDGE_KEYS, JudgeIdentity
 from vlm_reward.judging.prompts import PRESETS
 from vlm_reward.tools.server_process import ServerStartError, free_port
+from vlm_reward.verdict import JUDGE_KEYS, JudgeIdentity
 
 # ---------------------------------------------------------------------------- the rollout loop
 

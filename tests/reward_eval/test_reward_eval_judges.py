@@ -15,7 +15,8 @@ from reward_eval.report.audit import audit_blocks, audit_lines
 from reward_eval.report.document import render_markdown
 from reward_eval.report.evaluation import write_report
 from tests.reward_eval.test_reward_eval_compare import _episode, _write_jsonl, _write_scalars
-from vlm_reward.client.episode_record import EpisodeRecord, JudgeIdentity
+from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.verdict import JudgeIdentity
 
 HF = JudgeIdentity("qwen_vl_hf", "tiny-qwen", "probability", "yes_no", "6b101f59a615")
 VLLM = JudgeIdentity("qwen_vl_vllm", "Qwen2.5-VL-7B-Instruct", "probability", "yes_no", "6b101f59a615")

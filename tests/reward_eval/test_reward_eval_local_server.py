@@ -1,4 +1,4 @@
-"""The reward server a command scores against (``judging.endpoint``) and the launcher under it.
+"""The reward server a command scores against (``judge.endpoint``) and the launcher under it.
 
 A local server (``--backend/--model``) is ready when its endpoint is yielded and always
 stopped after, also when the command fails; one that does not come up is a
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from reward_eval.job import options
-from reward_eval.judging import endpoint as judge
+from reward_eval.judge import endpoint as judge
 from tests.support.server import ServerProcess
 from vlm_reward.client.http import RewardAuthError
 from vlm_reward.protocol import API_KEY_ENV, authorization

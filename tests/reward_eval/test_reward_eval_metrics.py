@@ -24,7 +24,7 @@ from reward_eval.analysis.metrics import (
     resolve_threshold,
     summarize,
 )
-from vlm_reward.client.episode_record import read_episode_log
+from vlm_reward.client.episode_log import read_episode_log
 
 
 def rec(native: bool, score: float, task: int = 0, fallback: bool = False, **extra: Any) -> dict[str, Any]:
@@ -380,7 +380,8 @@ def test_wrong_container_types_raise_type_error(records: Any, error: type[Except
 def test_read_episode_log_reads_the_env_episode_log(tmp_path: Path) -> None:
     """Round trip through the env's own writer and record, so the reader follows the real format."""
     from vlm_reward.client.config import RewardModelConfig
-    from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord
+    from vlm_reward.client.episode_log import EpisodeLogWriter
+    from vlm_reward.client.episode_record import EpisodeRecord
     from vlm_reward.client.scoring import ScoreResult
 
     cfg = RewardModelConfig(enable=True, success_threshold=0.6)

@@ -35,7 +35,7 @@ def test_the_distribution_holds_the_app_and_never_the_rlinf_overlay() -> None:
 
     include = PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
     packages = set(find_packages(where=str(REPO), include=include))
-    assert {"reward_eval", "reward_eval.commands", "reward_eval.job", "reward_eval.judging"} <= packages
+    assert {"reward_eval", "reward_eval.commands", "reward_eval.job", "reward_eval.judge"} <= packages
     assert not [p for p in packages if p.split(".")[0] == "rlinf"], packages
 
 

@@ -16,8 +16,8 @@ import requests
 
 from reward_eval.commands import run as run_cmd
 from reward_eval.job import options
-from reward_eval.judging import endpoint as judge
-from reward_eval.judging.replicas import gpus_each
+from reward_eval.judge import endpoint as judge
+from reward_eval.judge.replicas import gpus_each
 from vlm_reward.protocol import authorization
 from vlm_reward.tools.server_process import SERVER_MODULE, health_url, route_url
 

@@ -18,7 +18,8 @@ from PIL import Image
 
 from reward_eval.analysis.metrics import summarize
 from reward_eval.report.document import Para, Table, render_html, render_markdown
-from reward_eval.report.evaluation import RANDOM_MODEL_WARNING, write_report
+from reward_eval.report.evaluation import write_report
+from reward_eval.report.provenance import RANDOM_MODEL_WARNING
 from reward_eval.report.table import format_table, num, pct
 from tests.conftest import moving_square_frames
 from vlm_reward.video_io import encode_mp4

@@ -20,8 +20,9 @@ from reward_eval.commands import rescore
 from tests.reward_eval.conftest import EvalRun
 from tests.support.server import ServerProcess, free_port
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import JUDGE_KEYS, EpisodeRecord
+from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient, ScoreResult
+from vlm_reward.verdict import JUDGE_KEYS
 
 ANSWER = 0.7  # what the fixed_score server answers in these tests
 

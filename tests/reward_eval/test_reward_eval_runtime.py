@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reward_eval.job import options
-from reward_eval.judging import endpoint as judge
+from reward_eval.judge import endpoint as judge
 from tests.support.vllm_venv import fake_venv
 from vlm_reward.tools import runtime
 from vlm_reward.tools.server_process import ServerStartError

@@ -1,4 +1,4 @@
-"""Backend registry. Importing this package registers the built-in backends.
+"""The backends, one module each, registered by name; importing this package registers the built-ins.
 
 Each built-in lives in its own module and imports its heavy dependencies only in
 ``load()``, so importing the registry stays cheap. A third-party backend registers

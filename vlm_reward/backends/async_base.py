@@ -23,6 +23,8 @@ from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from vlm_reward.backends.base import RewardBackend, ScoreJob
+from vlm_reward.backends.batching import JobRunner
+from vlm_reward.backends.continuous import ContinuousRunner
 
 T = TypeVar("T")
 
@@ -105,14 +107,12 @@ class AsyncRewardBackend(RewardBackend):
                 results.append(exc)
         return results
 
-    def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> Any:
-        """A :class:`~vlm_reward.server.continuous.ContinuousRunner`: every job goes to the engine at once.
+    def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> JobRunner[ScoreJob, str]:
+        """A :class:`~vlm_reward.backends.continuous.ContinuousRunner`: every job goes to the engine at once.
 
         ``max_batch_size`` and ``max_wait_ms`` do not apply: the engine batches (vLLM's
         ``max_num_seqs`` bounds how many run together).
         """
-        from vlm_reward.server.continuous import ContinuousRunner
-
         return ContinuousRunner(self.submit, name=name)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from vlm_reward.backends.batching import DynamicBatcher, JobRunner
 from vlm_reward.frames import evenly_spaced
 from vlm_reward.judging.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
@@ -166,14 +167,15 @@ class RewardBackend(abc.ABC):
         """
         return None
 
-    def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> Any:
-        """How the server hands this backend its jobs: a :class:`~vlm_reward.server.batching.DynamicBatcher`.
+    def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> JobRunner[ScoreJob, str]:
+        """How the server hands this backend its jobs: a :class:`.batching.DynamicBatcher`.
 
         Concurrent jobs share one :meth:`generate` call, never two at once; a job whose
-        answer nobody waits for gets its ``cancelled`` event set.
+        answer nobody waits for gets its ``cancelled`` event set. The backend, not the server,
+        chooses its runner: it alone knows whether its engine batches by itself
+        (:class:`~vlm_reward.backends.async_base.AsyncRewardBackend` answers a
+        :class:`~vlm_reward.backends.continuous.ContinuousRunner`).
         """
-        from vlm_reward.server.batching import DynamicBatcher
-
         return DynamicBatcher(
             self.generate,
             max_batch_size=max_batch_size,

@@ -1,5 +1,6 @@
-"""Decoding settings of the transformers backend: which ``backend_kwargs`` it takes, their
-validation, the ``model.generate`` arguments they mean, and the torch-side helpers.
+"""Decoding settings of the transformers backend, their checks, and its torch-side helpers.
+
+Which ``backend_kwargs`` it takes, their validation, the ``model.generate`` arguments they mean.
 
 Plain functions and one dataclass, so what a request asks of ``generate`` is tested
 without loading a model. torch and transformers are imported only inside the helpers that

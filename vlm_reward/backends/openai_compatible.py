@@ -47,15 +47,15 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from vlm_reward.backends.async_base import AsyncRewardBackend
-from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
-from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
-from vlm_reward.backends.judging import (
+from vlm_reward.backends.answer_tokens import (
     ScaleTokens,
     answer_tokens_or_error,
     probability_answer,
     require_answer_tokens,
 )
+from vlm_reward.backends.async_base import AsyncRewardBackend
+from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
+from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
     job_clip,

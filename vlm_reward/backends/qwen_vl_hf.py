@@ -12,7 +12,7 @@ The "messages -> model inputs" step is two plain functions, :func:`render_prompt
 (which ``backend_kwargs``, their validation, the ``generate`` arguments they mean) are
 :mod:`vlm_reward.backends.hf_generation`'s. In score_mode "probability" (the default) a
 job needs no generation at all: one forward pass gives P(yes) at the first answer position
-(:mod:`vlm_reward.backends.judging`).
+(:mod:`vlm_reward.backends.answer_tokens`).
 
 Accepted ``backend_kwargs``:
 
@@ -39,6 +39,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from vlm_reward.backends.answer_tokens import (
+    ScaleTokens,
+    answer_tokens_or_error,
+    probability_answer,
+    require_answer_tokens,
+)
 from vlm_reward.backends.base import (
     JobCancelledError,
     ProbabilityAnswer,
@@ -57,12 +63,6 @@ from vlm_reward.backends.hf_generation import (
     import_torch_transformers,
     limit_cpu_threads,
     torch_dtype,
-)
-from vlm_reward.backends.judging import (
-    ScaleTokens,
-    answer_tokens_or_error,
-    probability_answer,
-    require_answer_tokens,
 )
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,

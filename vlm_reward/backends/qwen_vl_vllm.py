@@ -75,16 +75,16 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from vlm_reward.backends.async_base import AsyncRewardBackend
-from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
-from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
-from vlm_reward.backends.judging import (
+from vlm_reward.backends.answer_tokens import (
     ScaleTokens,
     answer_tokens_or_error,
     probability_answer,
     probability_sampling,
     require_answer_tokens,
 )
+from vlm_reward.backends.async_base import AsyncRewardBackend
+from vlm_reward.backends.base import ProbabilityAnswer, ScoreJob, register_backend
+from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.qwen_vision import job_clip, job_messages, load_vision_inputs, qwen_frame_indices
 from vlm_reward.backends.vllm_settings import check_backend_kwargs, engine_kwargs, sampling_params_kwargs
 from vlm_reward.judging.model_family import ModelFamily

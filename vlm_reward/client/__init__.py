@@ -6,8 +6,8 @@
   fail over or are retried;
 - :mod:`~vlm_reward.client.replicas`: which replica gets the next call, and cool-downs;
 - :mod:`~vlm_reward.client.config`: the ``reward_model`` block the env YAML carries (pydantic);
-- :mod:`~vlm_reward.client.episode_record`: one line of the JSONL episode log, typed.
+- :mod:`~vlm_reward.client.episode_record`: one line of the JSONL episode log, typed;
+- :mod:`~vlm_reward.client.episode_log`: the episode log file: its name, writer and readers.
 
-``rlinf.envs.libero.libero_env`` submits each ended LIBERO episode to :class:`RewardClient`
-(re-exported at the env package's original path, ``rlinf.envs.libero.vlm_reward_client``).
+``rlinf.envs.libero.libero_env`` submits each ended LIBERO episode to :class:`RewardClient`.
 """

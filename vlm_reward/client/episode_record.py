@@ -1,18 +1,19 @@
-"""The episode record: one JSONL line per scored episode, its success rule, its file.
+"""The episode record: one JSONL line per scored episode, typed, built from a judgement, validated.
 
 The env writes one :class:`EpisodeRecord` per scored episode into
 ``<episode_log_dir>/vlm_episodes_<split>_rank<N>.jsonl``; the evaluation tools (metrics,
 reports, ``rescore``, ``report``, the audit) read them back. This module is the one
-definition of that line, of how it is read and written, and of the success rule
-``score >= threshold`` (:func:`is_success`), so that reading a log or re-scoring its
+definition of that line (the file that holds the lines is :mod:`.episode_log`; the success rule
+and the judge's keys are :mod:`vlm_reward.verdict`'s), so that reading a log or re-scoring its
 videos needs only ``vlm_reward`` installed (no RLinf).
 
 Canaries (``reward_model.canary_rate``): a counterfactual of a native success, judged while a
 policy trains and never trained on, is logged as a line of its own, marked with the
 perturbation's name in ``canary`` and ``native_success: false`` (the counterfactual is a
-failure by construction). Canary lines are not episodes: :func:`read_episode_log` and
-:func:`iter_episode_log` skip them unless asked for them (``canaries=True``), so every report
-and tool that reads episodes reads the same episodes as before.
+failure by construction). Canary lines are not episodes: the log's readers
+(:func:`.episode_log.read_episode_log`, :func:`.episode_log.iter_episode_log`) skip them unless
+asked for them (``canaries=True``), so every report and tool that reads episodes reads the same
+episodes as before.
 
 Reading is lenient where old logs need it and strict where the metrics would go wrong:
 only ``task_id``, ``native_success`` and ``vlm_score`` are required (hand-made and older
@@ -22,17 +23,12 @@ back, and a bad value raises ``ValueError`` naming the line.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
-SPLITS = ("train", "eval")
-EPISODE_LOG_GLOB = "vlm_episodes_*.jsonl"
-TRAIN_LOG_GLOB = "vlm_episodes_train_*.jsonl"
+from vlm_reward.verdict import JUDGE_KEYS, JudgeIdentity, is_success
 
 # Keys describing the episode (where it ran, what it was), in the order they are written.
 META_KEYS = (
@@ -67,44 +63,7 @@ JUDGEMENT_KEYS = (
     "binary_reward",
     "success_threshold",
 )
-# Who judged, from the server's response: written when known (never on a fallback, and not by
-# servers or logs older than these keys), so older lines read and write back unchanged.
-JUDGE_KEYS = ("judge_backend", "judge_model", "score_mode", "prompt_preset", "prompt_hash")
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
-
-
-def is_success(score: float, threshold: float) -> bool:
-    """The success rule everywhere (the env's ``vlm_success``, its binary signal, every report):
-    a score at or above the threshold is a success."""
-    return float(score) >= threshold
-
-
-@dataclass(frozen=True)
-class JudgeIdentity:
-    """Which judge scored an episode, as its server answered: backend, model, how the answer was
-    read, and the prompt (its preset and its fingerprint, which tells edited prompts apart).
-
-    Two episodes with different identities were not judged alike: a report over both says so.
-    """
-
-    backend: str
-    model: str
-    score_mode: str | None = None
-    prompt_preset: str | None = None
-    prompt_hash: str | None = None
-
-    def __str__(self) -> str:
-        parts = [f"{self.backend} on {self.model}"]
-        if self.score_mode is not None:
-            parts.append(f"score_mode {self.score_mode}")
-        if self.prompt_preset is not None:
-            parts.append(f"prompt {self.prompt_preset} ({self.prompt_hash})")
-        return ", ".join(parts)
-
-    def to_record(self) -> dict[str, Any]:
-        """The record's judge keys (:data:`JUDGE_KEYS`)."""
-        values = (self.backend, self.model, self.score_mode, self.prompt_preset, self.prompt_hash)
-        return dict(zip(JUDGE_KEYS, values, strict=True))
 
 
 class Judgement(Protocol):
@@ -316,89 +275,3 @@ def as_record(record: EpisodeRecord | Mapping[str, Any], where: str = "episode r
     if not isinstance(record, Mapping):
         raise TypeError(f"{where} must be an EpisodeRecord or a mapping, got {type(record).__name__}.")
     return EpisodeRecord.from_json(record, where)
-
-
-def parse_line(line: str, where: str) -> EpisodeRecord:
-    """One JSONL line as a record; ``ValueError`` starting with ``where`` for bad JSON or values."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{where}: not valid JSON ({exc.msg}).") from exc
-    return EpisodeRecord.from_json(data, where)
-
-
-def iter_episode_log(path: str | os.PathLike[str], canaries: bool = False) -> Iterator[EpisodeRecord]:
-    """The episodes of a JSONL episode log (``canaries=True``: its canary lines instead), blank
-    lines skipped.
-
-    A bad line (a truncated last line of a crashed run included: better to say so than to
-    silently evaluate fewer episodes) raises ``ValueError`` naming the file and the 1-based
-    line number.
-    """
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                record = parse_line(line, f"{os.fspath(path)}, line {number}")
-                if record.is_canary == canaries:
-                    yield record
-
-
-def read_episode_log(path: str | os.PathLike[str], canaries: bool = False) -> list[EpisodeRecord]:
-    """Every episode of a JSONL episode log, or with ``canaries=True`` every canary line (see
-    :func:`iter_episode_log`)."""
-    return list(iter_episode_log(path, canaries))
-
-
-def episode_log_path(log_dir: str, split: str, rank: int) -> str:
-    """``<log_dir>/vlm_episodes_<split>_rank<rank>.jsonl``; ``rank`` is the env worker's rank.
-
-    Every env of one worker (RLinf's pipeline stages) writes to its worker's file; the
-    lines tell them apart by ``seed_offset``.
-    """
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise ValueError(f"rank must be an int >= 0, got {rank!r}.")
-    return os.path.join(log_dir, f"vlm_episodes_{split}_rank{rank}.jsonl")
-
-
-class EpisodeLogWriter:
-    """Append-only JSONL file, one line per record; safe to share between threads.
-
-    Each line goes out in one ``write`` on a file opened with ``O_APPEND``, so several
-    writers on the same path (the envs of one worker) never interleave their lines, and a
-    crashed run keeps every episode it scored.
-    """
-
-    def __init__(self, path: str) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self.path = path
-        self._lock = threading.Lock()
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-
-    def write(self, record: EpisodeRecord) -> None:
-        """Append ``record`` as one line (``ValueError`` once closed)."""
-        data = (json.dumps(record.to_json(), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
-        with self._lock:
-            if self._fd is None:
-                raise ValueError(f"episode log {self.path} is closed.")
-            view = memoryview(data)
-            while view:  # a regular file takes it whole; the loop only guards a short write
-                view = view[os.write(self._fd, view) :]
-
-    def close(self) -> None:
-        """Close the file; closing twice is fine, writing after is ``ValueError``."""
-        with self._lock:
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
-
-
-def write_episode_log(path: str | os.PathLike[str], records: Iterable[EpisodeRecord]) -> None:
-    """Write ``records`` as a JSONL episode log (appending, as the env does)."""
-    log = EpisodeLogWriter(os.fspath(path))
-    try:
-        for record in records:
-            log.write(record)
-    finally:
-        log.close()

@@ -61,7 +61,6 @@ import requests
 from pydantic import ValidationError
 
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import JudgeIdentity
 from vlm_reward.client.http import (
     RewardAuthError,
     RewardRequestError,
@@ -72,6 +71,7 @@ from vlm_reward.client.http import (
 from vlm_reward.client.replicas import ReplicaPool
 from vlm_reward.frames import evenly_spaced
 from vlm_reward.protocol import ScoreRequest, ScoreResponse, authorization
+from vlm_reward.verdict import JudgeIdentity
 from vlm_reward.video_io import encode_mp4
 
 logger = logging.getLogger(__name__)
@@ -110,11 +110,6 @@ class ScoreResult:
     endpoint: str | None = None  # the replica that answered; None on a fallback
     failovers: int = 0  # replicas that failed before the one that answered
     judge: JudgeIdentity | None = None  # who judged, as the server answered; None on a fallback
-
-
-def judge_of(body: ScoreResponse) -> JudgeIdentity:
-    """Who judged, as a response names it."""
-    return JudgeIdentity(body.backend, body.model, body.score_mode, body.prompt_preset, body.prompt_hash)
 
 
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:

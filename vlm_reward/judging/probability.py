@@ -1,5 +1,6 @@
-"""Judging by probability: the score is read from the answer tokens' probabilities at the first
-answer position, not from generated text.
+"""Judging by probability: the score read from the answer tokens' probabilities, not from text.
+
+The probabilities are those at the first answer position.
 
 Reading a number out of free text fails whenever a model answers off-format (the episode
 then falls back to the native reward), and a 0/1 answer throws away how sure the model

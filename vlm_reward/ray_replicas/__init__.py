@@ -1,5 +1,6 @@
-"""Judge replicas that Ray places, restarts and stops: the training's (or a local) Ray cluster
-runs the reward servers instead of a person starting one per node.
+"""Judge replicas that Ray places, restarts and stops, on the training's or a local cluster.
+
+The Ray cluster runs the reward servers instead of a person starting one per node.
 
 - :mod:`.config`: the typed ``reward_server`` block (which judge, how many, what each holds);
 - :mod:`.plan`: pure: one slot per replica (node, GPUs) and the checks against the cluster;

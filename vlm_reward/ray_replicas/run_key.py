@@ -1,5 +1,6 @@
-"""The run's key for its judges, handed to the env workers through Ray's GCS, never an environment
-that Ray writes down.
+"""The run's key for its judges, handed to the env workers through Ray's GCS.
+
+Never through an environment that Ray writes down.
 
 Why not simply export the key before Ray starts: RLinf 0.3 gives each worker it starts the
 driver's whole environment as the worker's ``runtime_env`` ``env_vars``, and Ray 2.60's runtime

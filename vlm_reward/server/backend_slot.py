@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vlm_reward.backends import ScoreJob
+from vlm_reward.backends.batching import JobRunner
 from vlm_reward.errors import (
     BackendError,
     BackendLoadFailedError,
@@ -29,7 +30,6 @@ from vlm_reward.errors import (
     scrub,
 )
 from vlm_reward.judging.prompts import PromptSpec
-from vlm_reward.server.batching import JobRunner
 from vlm_reward.server.config import ServerConfig, model_display_name
 from vlm_reward.server.limits import RequestLimits
 

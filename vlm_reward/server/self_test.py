@@ -32,9 +32,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from vlm_reward.argtypes import json_object, unit_interval
-from vlm_reward.client.episode_record import is_success
 from vlm_reward.protocol import DEFAULT_NFRAMES, ScoreRequest, ScoreResponse
 from vlm_reward.settings_flags import flag
+from vlm_reward.verdict import is_success
 from vlm_reward.video_io import probe_video
 
 DEFAULT_SELF_TEST_DIR = Path(__file__).resolve().parents[1] / "self_test_data"

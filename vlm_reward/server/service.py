@@ -4,11 +4,12 @@
 (:mod:`vlm_reward.server.limits`), resolve the backend and admit the request in one step
 (:meth:`~vlm_reward.server.backend_slot.BackendSlot.admit`: ready, budget, score mode, frames),
 read the video once (:mod:`vlm_reward.server.video_source`), hand the job to the backend's
-runner (a :class:`~vlm_reward.server.batching.DynamicBatcher`, or a
-:class:`~vlm_reward.server.continuous.ContinuousRunner` for engines that batch themselves),
+runner (a :class:`~vlm_reward.backends.batching.DynamicBatcher`, or a
+:class:`~vlm_reward.backends.continuous.ContinuousRunner` for engines that batch themselves),
 wait for the answer unless the client leaves, and read it: a probability as is, text through
-:func:`vlm_reward.judging.parsing.parse_score`. It raises the exceptions that
-:func:`vlm_reward.errors.error_response` maps to statuses; the app only translates.
+:func:`vlm_reward.judging.parsing.parse_score` (the job's trip: :mod:`vlm_reward.server.job`). It
+raises the exceptions that :func:`vlm_reward.errors.error_response` maps to statuses; the app only
+translates.
 
 A backend is constructed with the service (cheap: bad ``--backend-kwargs`` fail at the
 command line) and loaded in a background thread (:meth:`RewardService.start`), so
@@ -43,8 +44,8 @@ from vlm_reward.backends import (
     canonical_name,
     resolve_backend,
 )
+from vlm_reward.backends.batching import BatcherClosedError, started_at
 from vlm_reward.errors import (
-    AnswerParseError,
     BackendError,
     BackendNotLoadedError,
     ClientDisconnectedError,
@@ -52,14 +53,13 @@ from vlm_reward.errors import (
     UnknownBackendError,
     error_response,
 )
-from vlm_reward.judging.parsing import ParsedScore, ScoreParseError, parse_score
 from vlm_reward.protocol import BackendsResponse, HealthResponse, ScoreRequest, ScoreResponse
 from vlm_reward.server.backend_slot import Admission, BackendSlot, check_default_budget
-from vlm_reward.server.batching import BatcherClosedError, JobRunner, started_at
 from vlm_reward.server.config import ServerConfig
+from vlm_reward.server.job import await_answer, make_job, read_answer
 from vlm_reward.server.metrics import ServerMetrics
 from vlm_reward.server.self_test import grade, load_self_test, score_cases
-from vlm_reward.server.video_source import LocalVideo, VideoPolicy, prepare_video
+from vlm_reward.server.video_source import VideoPolicy, prepare_video
 
 logger = logging.getLogger("vlm_reward.server")
 
@@ -197,7 +197,7 @@ class RewardService:
         answer = await self._generate(admitted, req, client_gone)
         prompt = admitted.prompt
         return ScoreResponse(
-            **_read_answer(answer, admitted.score_mode, admitted.backend),
+            **read_answer(answer, admitted.score_mode, admitted.backend),
             backend=admitted.backend,
             model=admitted.model,
             latency_s=round(time.perf_counter() - start, 6),
@@ -218,7 +218,7 @@ class RewardService:
                     prepare_video, req.video_path, req.video_b64, self.video_policy, admitted.frames
                 )
                 submitted = time.perf_counter()
-                job = _job(req, video, mode)
+                job = make_job(req, video, mode)
                 try:
                     future = reservation.submit(job)
                 except BaseException:
@@ -230,7 +230,7 @@ class RewardService:
             ) from None
         self._observe("decode", backend, submitted - decode_start)
         try:
-            text = await _await_answer(runner, future, client_gone)
+            text = await await_answer(runner, future, client_gone)
         except ClientDisconnectedError:
             self._aborted(backend, "client_disconnected")
             raise
@@ -301,70 +301,3 @@ class RewardService:
             loaded=[name for name, slot in self.slots.items() if slot.state == "ready"],
             states={name: slot.state for name, slot in self.slots.items()},
         )
-
-
-def _job(req: ScoreRequest, video: LocalVideo, mode: str) -> ScoreJob:
-    return ScoreJob(
-        task_text=req.task_text,
-        video_path=video.path,
-        clip=video.clip,
-        score_mode=mode,
-        nframes=req.nframes,
-        max_pixels=req.max_pixels,
-        video_fps=req.video_fps,
-        backend_kwargs=dict(req.backend_kwargs),
-    )
-
-
-async def _await_answer(
-    runner: JobRunner[ScoreJob, str], future: Future[str], client_gone: asyncio.Future[Any] | None
-) -> str:
-    """``future``'s answer, unless the client disconnects (or the handler is cancelled) first.
-
-    Then the job is abandoned: dropped if still queued, cancelled if generating.
-    """
-    answer = asyncio.wrap_future(future)
-    waiting = {answer} if client_gone is None else {answer, client_gone}
-    try:
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        _abandon(runner, future, answer)
-        raise
-    if not answer.done():
-        _abandon(runner, future, answer)
-        raise ClientDisconnectedError(
-            "the client disconnected before its score was ready; its job was stopped."
-        )
-    return answer.result()
-
-
-def _abandon(runner: JobRunner[ScoreJob, str], future: Future[str], answer: asyncio.Future[str]) -> None:
-    # Cancelling the asyncio side first means a late answer is dropped silently rather than
-    # logged as an exception nobody retrieved.
-    answer.cancel()
-    runner.abandon(future)
-
-
-def _read_answer(answer: str | ProbabilityAnswer, mode: str, backend: str) -> dict[str, Any]:
-    """The response's judgement fields: from a probability as is, from text by parsing it."""
-    if isinstance(answer, ProbabilityAnswer):
-        p = answer.probability
-        return {"score": p, "raw_value": p, "answer": answer.answer, "think": None, "probability": p}
-    parsed = _parse_answer(answer, mode, backend)
-    return {
-        "score": parsed.score,
-        "raw_value": parsed.raw_value,
-        "answer": parsed.answer,
-        "think": parsed.think,
-    }
-
-
-def _parse_answer(text: str, mode: str, backend: str) -> ParsedScore:
-    """The parsed answer, or ``AnswerParseError`` (502) carrying the answer text."""
-    try:
-        return parse_score(text, mode)
-    except ScoreParseError as exc:
-        raise AnswerParseError(
-            f"backend {backend!r} answered but no score could be read ({exc}) "
-            f"with score_mode={mode!r}; full answer: {text!r}"
-        ) from None

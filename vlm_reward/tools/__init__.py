@@ -1,2 +1,4 @@
-"""For running and testing a server, not for serving: which Python runs a backend, the server as
-a child process, and the tiny random-weight checkpoints built offline."""
+"""For running and testing a server, not for serving.
+
+Which Python runs a backend, the server as a child process, and the tiny random-weight
+checkpoints built offline."""

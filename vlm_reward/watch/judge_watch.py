@@ -31,8 +31,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import Judgement, is_success
+from vlm_reward.client.episode_record import Judgement
 from vlm_reward.exit_statuses import EXIT_GUARD_STOP
+from vlm_reward.verdict import is_success
 from vlm_reward.watch.canaries import CanaryPlan
 from vlm_reward.watch.guard import GuardEvent, RewardGuard
 from vlm_reward.watch.judge_health import HEALTH_METRIC_KEYS, HEALTH_METRICS, TASK_METRICS, JudgeHealth

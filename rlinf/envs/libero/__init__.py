@@ -1,4 +1,4 @@
-"""Overlay package: this fork's modules first, then the installed rlinf==0.3.0 (see rlinf/_overlay.py)."""
+"""The LIBERO env with an opt-in VLM reward, overlaid on the installed ``rlinf.envs.libero``."""
 
 from rlinf._overlay import mount_installed
 

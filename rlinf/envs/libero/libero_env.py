@@ -16,30 +16,18 @@ import numpy as np
 import torch
 
 from rlinf._overlay import load_installed_module
-from rlinf.envs.libero.episode_log import open_episode_log, reset_state_id, split_name
-from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards, Shaping
+from rlinf.envs.libero.episode_log import canary_line, episode_line, open_episode_log, split_name, worker_rank
+from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards
+from rlinf.envs.libero.reward_term import Shaping
 from vlm_reward.client.config import RewardModelConfig
-from vlm_reward.client.episode_record import EpisodeLogWriter, EpisodeRecord, Judgement
+from vlm_reward.client.episode_log import EpisodeLogWriter
+from vlm_reward.client.episode_record import Judgement
 from vlm_reward.client.scoring import FinishedEpisode, RewardClient
 from vlm_reward.ray_replicas.run_key import fetch_into_environ
 from vlm_reward.watch.canaries import canary_counterfactual
-from vlm_reward.watch.judge_watch import Canary, JudgeWatch, ScoredCanary
+from vlm_reward.watch.judge_watch import Canary, JudgeWatch
 
 _upstream = load_installed_module(__name__)
-
-
-def worker_rank(worker_info: Any) -> int:
-    """The env worker's rank, RLinf's ``WorkerInfo.rank``; 0 for an env built outside a worker.
-
-    (RLinf's ``seed_offset`` is ``rank * stage_num + stage``: not the rank once a worker
-    runs several pipeline stages.)
-    """
-    if worker_info is None:
-        return 0
-    rank = getattr(worker_info, "rank", None)
-    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-        raise ValueError(f"worker_info.rank must be an int >= 0, got {rank!r}.")
-    return rank
 
 
 class LiberoEnv(_upstream.LiberoEnv):
@@ -324,17 +312,13 @@ class LiberoEnv(_upstream.LiberoEnv):
     def _collect(self, infos: dict) -> None:
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""
         shaping = Shaping(float(self.cfg.reward_coef), bool(self.use_rel_reward))
-        cfg = self._reward_model
+        cfg, rank = self._reward_model, self._worker_rank
         for scored in self._rewards.collect(self.returns, self.prev_step_reward, shaping, self._review):
             if self._log is not None:
-                meta = self._episode_meta(scored.env, episode=scored.episode, episode_length=scored.length)
-                trained = scored.trained_on_judge
-                self._log.write(
-                    EpisodeRecord.judged(meta, scored.result, scored.native_success, cfg, trained)
-                )
+                self._log.write(episode_line(self, rank, scored, cfg))
         for canary in self._watch.collect_canaries(self._env_steps):
             if self._log is not None:
-                self._log.write(self._canary_record(canary))
+                self._log.write(canary_line(self, rank, canary, cfg))
         if "episode" in infos:
             infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._rewards.metrics.items()})
             watch = self._watch.metrics()  # the same in every env: RLinf's mean keeps it
@@ -352,24 +336,3 @@ class LiberoEnv(_upstream.LiberoEnv):
 
     def _open_episode_log(self, cfg: RewardModelConfig) -> EpisodeLogWriter | None:
         return open_episode_log(cfg.episode_log_dir, split_name(self.is_eval), self._worker_rank)
-
-    def _canary_record(self, scored: ScoredCanary) -> EpisodeRecord:
-        canary = scored.canary
-        meta = {**self._episode_meta(canary.env), "canary": canary.perturbation}
-        return EpisodeRecord.judged(meta, scored.result, False, self._reward_model, used_for_training=False)
-
-    def _episode_meta(self, env: int, **episode: int) -> dict[str, Any]:
-        """Where env ``env``'s ended episode ran; collected before any reset, so the ids are still
-        the ended episode's. ``episode`` adds its counter and length (``None`` keys are not written)."""
-        task_id, trial_id = int(self.task_ids[env]), int(self.trial_ids[env])
-        return {
-            "split": split_name(self.is_eval),
-            "rank": self._worker_rank,
-            "seed_offset": int(self.seed_offset),
-            "env": env,
-            "task_id": task_id,
-            "task_text": self.task_descriptions[env],
-            "trial_id": trial_id,
-            "reset_state_id": reset_state_id(task_id, trial_id, self.cumsum_trial_id_bins),
-            **episode,
-        }

@@ -17,7 +17,7 @@ from reward_eval.finetune.dataset import (
     run_episodes,
     split_episodes,
 )
-from reward_eval.judging.counterfactuals import decode_frames
+from reward_eval.judge.counterfactuals import decode_frames
 
 WRONG = "put both the cream cheese box and the butter in the basket"
 

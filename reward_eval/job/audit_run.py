@@ -3,7 +3,7 @@
 From the run's kept videos (:func:`..analysis.episode_log.kept_episodes`), every native success
 becomes counterfactual episodes, one per registered perturbation (:mod:`..analysis.perturbations`),
 each of which must be judged a failure; the native failures are judged again as the reference
-(:mod:`.counterfactuals`). ``wrong_task`` takes another task's instruction of the run's suite,
+(:mod:`..judge.counterfactuals`). ``wrong_task`` takes another task's instruction of the run's suite,
 of the same scene where one exists (:mod:`..analysis.hard_negatives`). :func:`audit_run_dir`
 judges them, draws the worst cases into ``out/strips`` and writes ``audit.json``,
 ``report.md`` and ``report.html`` into ``out``.
@@ -23,7 +23,7 @@ from reward_eval.analysis.hard_negatives import SuiteTask, hard_negative, scene_
 from reward_eval.analysis.judges import count_judges
 from reward_eval.analysis.perturbations import FAILURE, Source, perturb, perturbation_names
 from reward_eval.job.settings import RunSettings
-from reward_eval.judging.counterfactuals import AuditInputError, decode_frames, judge_episodes
+from reward_eval.judge.counterfactuals import AuditInputError, decode_frames, judge_episodes
 from reward_eval.report.audit import pair_strip, write_audit_report
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient

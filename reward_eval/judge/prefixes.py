@@ -29,7 +29,7 @@ from typing import Any
 
 from reward_eval.analysis.episode_log import KeptEpisode
 from reward_eval.analysis.progress import UNREADABLE, prefix_lengths, voc
-from reward_eval.judging.calls import JudgeCall, judge_all
+from reward_eval.judge.calls import JudgeCall, judge_all
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video

@@ -33,7 +33,7 @@ from reward_eval.analysis.perturbations import (
     perturb,
     perturbation_names,
 )
-from reward_eval.judging.calls import JudgeCall, judge_all
+from reward_eval.judge.calls import JudgeCall, judge_all
 from vlm_reward.client.scoring import RewardClient
 from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
 

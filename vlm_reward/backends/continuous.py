@@ -1,11 +1,11 @@
 """Continuous submission: every job goes to the engine the moment it arrives.
 
-The :class:`~vlm_reward.server.batching.JobRunner` for backends whose engine batches by itself
+The :class:`~vlm_reward.backends.batching.JobRunner` for backends whose engine batches by itself
 (:class:`~vlm_reward.backends.async_base.AsyncRewardBackend`, i.e. vLLM): no queue, no
 batching window, no request waiting behind a batch that is already generating. What it
 adds to the backend's own ``submit`` is the server's lifecycle: ``abandon`` cancels a job
 (the engine aborts it), and ``close`` answers every job not yet answered with
-:class:`~vlm_reward.server.batching.BatcherClosedError` at once and cancels it.
+:class:`~vlm_reward.backends.batching.BatcherClosedError` at once and cancels it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-from vlm_reward.server.batching import BatcherClosedError, Reservation, mark_started
+from vlm_reward.backends.batching import BatcherClosedError, Reservation, mark_started
 
 JobT = TypeVar("JobT")
 ResultT = TypeVar("ResultT")

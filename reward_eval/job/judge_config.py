@@ -1,5 +1,7 @@
-"""The client settings a command's calls use: the env YAML's block, the command's options, and
-the judgement of the records being judged again.
+"""The client settings of a command that judges a run's episodes again.
+
+They come from the env YAML's block, the command's options, and the judgement of the records
+being judged again.
 
 ``rescore``, ``audit`` and ``run``'s own audit judge episodes an earlier run already judged:
 unset judgement options keep that run's (``--threshold`` its records' ``success_threshold``,
@@ -17,7 +19,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from reward_eval.job.options import reward_overrides
-from reward_eval.judging.endpoint import JudgeEndpoint
+from reward_eval.judge.endpoint import JudgeEndpoint
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
 

@@ -22,7 +22,7 @@ Callers get a :class:`concurrent.futures.Future`, so the batcher works from plai
 (its unit tests) and from asyncio (``asyncio.wrap_future`` in the server) alike.
 
 :class:`JobRunner` is what the server needs of any way of running jobs: this batcher for
-backends that generate in batches, :class:`~vlm_reward.server.continuous.ContinuousRunner` for
+backends that generate in batches, :class:`~vlm_reward.backends.continuous.ContinuousRunner` for
 engines that schedule each request themselves (vLLM).
 """
 

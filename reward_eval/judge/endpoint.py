@@ -144,7 +144,7 @@ def local_judge(
     and always stop it after."""
     replicas = getattr(args, "replicas", None) or 1
     if replicas > 1:
-        from reward_eval.judging.replicas import local_replicas
+        from reward_eval.judge.replicas import local_replicas
 
         with local_replicas(args, model, video_root, log_path.parent / "reward_server", key) as urls:
             print(f"[reward-eval] {replicas} local {args.backend} replicas on Ray: {', '.join(urls)}")

@@ -1,4 +1,4 @@
-"""Score mode "probability" for the Qwen-VL backends: from next-token log-probabilities to an answer.
+"""The answer tokens of each scale, and the probability-mode answer of the Qwen-VL backends.
 
 The arithmetic is :mod:`vlm_reward.judging.probability`'s; this is what the Qwen backends share
 around it: which tokens to read for each answer scale (found once per tokenizer at load),

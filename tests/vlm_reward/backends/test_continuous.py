@@ -9,8 +9,8 @@ import pytest
 
 from vlm_reward.backends.async_base import AsyncRewardBackend, LoopThread
 from vlm_reward.backends.base import ScoreJob
-from vlm_reward.server.batching import BatcherClosedError
-from vlm_reward.server.continuous import ContinuousRunner
+from vlm_reward.backends.batching import BatcherClosedError
+from vlm_reward.backends.continuous import ContinuousRunner
 
 
 class Engine:

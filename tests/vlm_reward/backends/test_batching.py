@@ -1,4 +1,4 @@
-"""Unit tests for vlm_reward.server.batching.DynamicBatcher, driven from plain threads (fast)."""
+"""Unit tests for vlm_reward.backends.batching.DynamicBatcher, driven from plain threads (fast)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 import pytest
 
-from vlm_reward.server.batching import BatcherClosedError, DynamicBatcher
+from vlm_reward.backends.batching import BatcherClosedError, DynamicBatcher
 
 
 class RecordingGenerate:

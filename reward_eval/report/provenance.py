@@ -1,0 +1,49 @@
+"""Where a report's numbers come from, and the warning that a random-weight judge's numbers mean nothing.
+
+Both reports of a run open with these: the evaluation report (:mod:`.evaluation`) with the
+provenance section and, for a random-weight judge, the warning; the audit's own report
+(:mod:`.audit`) with the warning. They live here, below both, so neither report imports the other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from reward_eval.analysis.judges import judge_text
+from reward_eval.report.document import Block, Heading, Items, Para, Table
+from reward_eval.report.table import THRESHOLD_SOURCES
+
+RANDOM_MODEL_WARNING = (
+    "These scores come from a random-weight model. They mean nothing about the task, the policy or "
+    "a real judge; this report only shows that every stage of the evaluation runs."
+)
+
+
+def provenance_section(summary: Mapping[str, Any], settings: Mapping[str, Any]) -> list[Block]:
+    """Where the numbers come from: threshold, backend and model, the fallback rule, all settings."""
+    overall = summary["overall"]
+    source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
+    backend, model = settings.get("backend"), settings.get("model")
+    judge = f"backend {backend or 'not recorded'}, model {model or 'not recorded'}"
+    judges = summary.get("judges") or []
+    modes = ", ".join(summary.get("reward_modes_in_records") or []) or "not recorded"
+    items = (
+        f"{overall['n_episodes']} episodes over {len(summary['per_task'])} task(s); "
+        f"{overall['n_judged']} judged by the VLM, {overall['fallback_count']} got the fallback score.",
+        f"Scores from the reward server: {judge}.",
+        f"Judged by (as the server answered, per episode): {judge_text(judges)}.",
+        f"VLM success = vlm_score >= {summary['threshold']:g} (threshold: {source}).",
+        "Ground truth: the simulator's success (native_success) at any step of the episode.",
+        "Fallback episodes carry the fallback score, not a judgement: they are excluded from the VLM "
+        "success rate, agreement, precision, recall, F1, AUROC and the score errors, and counted separately.",
+        f"Reward mode of the run(s) that wrote the records: {modes}. Both modes are evaluated below.",
+    )
+    blocks: list[Block] = [Heading("Where the numbers come from"), Items(items)]
+    if settings:
+        rows = tuple(
+            (str(k), v if isinstance(v, str) else json.dumps(v, default=str)) for k, v in settings.items()
+        )
+        blocks += [Para("Settings of this evaluation:"), Table(("setting", "value"), rows)]
+    return blocks
