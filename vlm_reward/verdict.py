@@ -6,8 +6,10 @@ confusion counts, every report. The judge's identity (:class:`JudgeIdentity`: ba
 score mode, prompt preset and prompt fingerprint) is what the server answers with every score
 and what the episode log carries on every judged line (:data:`JUDGE_KEYS`), so that runs judged
 by different judges are never silently compared. Both live here, below the client, the server
-and the training watch, so that none of them imports another for them. The threshold itself is
-a setting (``reward_model.success_threshold``), never defined here.
+and the training watch, so that none of them imports another for them. The threshold is a
+setting (``reward_model.success_threshold``); its default, :data:`DEFAULT_SUCCESS_THRESHOLD`, is
+defined here once for every threshold that defaults (the block's, the self-test's, the reports'
+for a log that does not say).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+DEFAULT_SUCCESS_THRESHOLD = 0.5
 # The judge's identity as episode-log keys (JudgeIdentity.to_record): written when known (never on
 # a fallback, and not by servers or logs older than these keys), so older lines read back unchanged.
 JUDGE_KEYS = ("judge_backend", "judge_model", "score_mode", "prompt_preset", "prompt_hash")

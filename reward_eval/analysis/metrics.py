@@ -50,9 +50,8 @@ import numpy as np
 from reward_eval.analysis.calibration import calibration
 from reward_eval.analysis.judges import judges_of
 from vlm_reward.client.episode_record import EpisodeRecord, as_record
-from vlm_reward.verdict import is_success
+from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD, is_success
 
-DEFAULT_THRESHOLD = 0.5  # the env's default success_threshold
 Record = EpisodeRecord | Mapping[str, Any]  # a record, or a decoded line validated into one
 
 
@@ -115,7 +114,7 @@ def resolve_threshold(records: Sequence[Record], threshold: float | None = None)
         )
     if found:
         return found.pop(), "records"
-    return DEFAULT_THRESHOLD, "default"
+    return DEFAULT_SUCCESS_THRESHOLD, "default"
 
 
 def vlm_success(record: Record, threshold: float) -> bool:

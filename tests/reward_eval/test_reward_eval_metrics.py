@@ -18,13 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reward_eval.analysis.metrics import (
-    DEFAULT_THRESHOLD,
     auroc,
     disagreements,
     resolve_threshold,
     summarize,
 )
 from vlm_reward.client.episode_log import read_episode_log
+from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
 
 def rec(native: bool, score: float, task: int = 0, fallback: bool = False, **extra: Any) -> dict[str, Any]:
@@ -304,7 +304,7 @@ def test_threshold_override_changes_vlm_success() -> None:
 
 THRESHOLD_SOURCE_CASES = [
     ("from-records", [rec(True, 0.65, success_threshold=0.7)], None, (0.7, "records")),
-    ("default", [rec(True, 0.65)], None, (DEFAULT_THRESHOLD, "default")),
+    ("default", [rec(True, 0.65)], None, (DEFAULT_SUCCESS_THRESHOLD, "default")),
     ("argument-wins", [rec(True, 0.65, success_threshold=0.7)], 0.6, (0.6, "argument")),
 ]
 

@@ -21,6 +21,7 @@ from vlm_reward.config_block import STRICT, ConfigBlock
 from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 from vlm_reward.perturbations import perturbation_names
 from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
+from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
 Positive = Annotated[float, Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -132,7 +133,8 @@ class RewardModelConfig(ConfigBlock):
         True, description="True: s = 1[score >= success_threshold]; False: s = score."
     )
     success_threshold: UnitInterval = Field(
-        0.5, description="A score at or above it is a VLM success (the episode log's is_success)."
+        DEFAULT_SUCCESS_THRESHOLD,
+        description="A score at or above it is a VLM success (the episode log's is_success).",
     )
     keep_temp_video: bool = Field(
         False, description="Keep each episode's MP4 (its path goes into the episode log's video_path)."

@@ -34,13 +34,12 @@ from pydantic import ValidationError
 from vlm_reward.argtypes import json_object, unit_interval
 from vlm_reward.protocol import DEFAULT_NFRAMES, ScoreRequest, ScoreResponse
 from vlm_reward.settings_flags import flag
-from vlm_reward.verdict import is_success
+from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD, is_success
 from vlm_reward.video_io import probe_video
 
 DEFAULT_SELF_TEST_DIR = Path(__file__).resolve().parents[1] / "self_test_data"
 MANIFEST = "manifest.json"
 DEFAULT_TOLERANCE = 0.25  # of the default set's 10-odd cases: at most a quarter wrong
-DEFAULT_THRESHOLD = 0.5  # the env's success_threshold default
 
 
 # The request fields a self-test may set: what the judge is asked, not the video or the backend.
@@ -89,7 +88,7 @@ class SelfTestSettings:
         help="largest fraction of the set the judge may misjudge and still serve (default: %(default)s)",
     )
     threshold: float = flag(
-        DEFAULT_THRESHOLD,
+        DEFAULT_SUCCESS_THRESHOLD,
         name="self-test-threshold",
         parse=unit_interval,
         help="a score at or above this is the judge's 'success'; the launchers pass the env's "
