@@ -96,6 +96,16 @@ def _episode_log_keys() -> str:
     return episode_log_keys(line.EpisodeRecord, keys, line.REQUIRED_KEYS)
 
 
+def _precedence() -> str:
+    from docgen.precedence import precedence_table
+    from reward_eval.job.options import OPTION_KEYS, option_flag
+    from reward_eval.job.reward_block import JOB_OWNED, SOURCE_RUN_KEYS
+    from vlm_reward.client.config import RewardModelConfig
+
+    flags = {key: option_flag(key) for key in OPTION_KEYS}
+    return precedence_table(RewardModelConfig.model_fields, flags, SOURCE_RUN_KEYS, JOB_OWNED)
+
+
 def _exit_statuses() -> str:
     from docgen.exit_statuses import exit_status_reference
     from reward_eval.exit_statuses import REGISTRY as REWARD_EVAL
@@ -131,6 +141,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "exit-statuses": _exit_statuses,
     "episode-log-keys": _episode_log_keys,
     "layout": _layout,
+    "reward-block-precedence": _precedence,
 }
 
 

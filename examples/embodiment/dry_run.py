@@ -189,7 +189,7 @@ def judge_plan(cfg: DictConfig, judges: Any) -> None:
 def judge_request_line(block: Any) -> str:
     """What every episode's request asks the judge, and the success rule, on one line."""
     asked = ", ".join(f"{key} {json.dumps(value)}" for key, value in block.judge_request().items())
-    return f"{asked}; backend {block.backend}; a success at score >= {block.success_threshold:g}"
+    return f"{asked}; a success at score >= {block.success_threshold:g}"
 
 
 def run_checks(cfg: DictConfig) -> None:

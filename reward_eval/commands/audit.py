@@ -31,9 +31,8 @@ from reward_eval.analysis.audit import rows_above
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.exit_statuses import EXIT_CANNOT_AUDIT, EXIT_FAIL_ABOVE, EXIT_JUDGE_UNAVAILABLE
 from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir
-from reward_eval.job.judge_config import judge_config
+from reward_eval.job.judge_config import judge_settings, rejudge_keys
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
-from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.settings import RunSettings
 from reward_eval.judge.counterfactuals import AuditInputError
 from reward_eval.judge.endpoint import JUDGE_ERRORS, scoring_endpoint
@@ -65,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=positive_int, default=4, help="calls in parallel (default %(default)s)"
     )
     p.add_argument(
-        "--env-config", type=Path, default=ENV_CONFIG, help="YAML whose reward_model block is the base"
+        "--env-config",
+        type=Path,
+        help="env YAML whose reward_model block is the base (default: the one the source run recorded, "
+        "else the repo's libero_10.yaml)",
     )
     add_scoring_options(p, threshold_default="the source records'")
     return p
@@ -90,15 +92,16 @@ def audit(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     video_root = Path(os.path.commonpath([str(args.out), *(os.path.dirname(e.video) for e in episodes)]))
     model, random_model = resolve_model(args, args.out)
-    judged_by = RunSettings(
-        command="audit",
-        backend=args.backend,
-        model=model,
-        random_model=random_model or (settings.random_model and settings.serves(model)),
-        env_config=settings.env_config,
-    )
     with scoring_endpoint(args, model, video_root, args.out / "reward_server.log") as judge:
-        client = RewardClient(judge_config(args, judge, records, args.env_config))
+        judged = judge_settings(args, rejudge_keys(args, judge, records), source=settings, records=records)
+        judged_by = RunSettings(
+            command="audit",
+            backend=judged.config().backend,
+            model=model,
+            random_model=random_model or (settings.random_model and settings.serves(model)),
+            **judged.recorded(),
+        )
+        client = RewardClient(judged.config())
         try:
             summary, paths = audit_run_dir(
                 client,

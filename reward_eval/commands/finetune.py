@@ -32,7 +32,6 @@ from reward_eval.finetune.dataset import DataError
 from reward_eval.finetune.pipeline import ResumeError
 from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
 from reward_eval.job.options import DEFAULT_LOCAL_BACKEND, positive_float
-from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.judge.endpoint import JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
 from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
@@ -96,8 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument(
         "--env-config",
         type=Path,
-        default=ENV_CONFIG,
-        help="YAML whose reward_model block the judge is served with",
+        help="env YAML whose reward_model block the judge is trained for and served with (default: the "
+        "one every run recorded, else the repo's libero_10.yaml)",
     )
     add_training_options(p)
     add_evaluation_options(p)
@@ -143,22 +142,29 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--evaluate", action=argparse.BooleanOptionalAction, default=True, help="judge the held-out split"
     )
+    e.add_argument("--backend", help=f"backend of both servers (default {DEFAULT_LOCAL_BACKEND})")
     e.add_argument(
-        "--backend", default=DEFAULT_LOCAL_BACKEND, help="backend of both servers (default %(default)s)"
+        "--plugin", action="append", default=[], metavar="MODULE", help="the servers' --plugin (repeatable)"
     )
     e.add_argument(
         "--server-kwargs", type=json_object, default={}, help="the servers' --backend-kwargs (JSON)"
     )
     e.add_argument(
-        "--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs, e.g. a prompt"
+        "--backend-kwargs",
+        type=json_object,
+        help="per-request backend_kwargs, e.g. a prompt, merged key by key over the env YAML's; the "
+        "training asks the same",
     )
     e.add_argument("--threshold", type=unit_interval, help="success threshold (default: the env YAML's)")
     e.add_argument(
         "--concurrency", type=positive_int, default=4, help="calls in parallel (default %(default)s)"
     )
-    e.add_argument("--request-timeout", type=positive_float, default=300.0)
+    e.add_argument(
+        "--request-timeout", type=positive_float, help="seconds per call (default: the env YAML's timeout)"
+    )
     e.add_argument("--server-start-timeout", type=positive_float, default=300.0)
-    p.set_defaults(endpoint=None, plugin=[], send_video_inline=False, binary_reward=None, score_mode=None)
+    # The scoring options of the other commands that the fine-tune does not take: not given.
+    p.set_defaults(endpoint=None, send_video_inline=None, binary_reward=None, score_mode=None, ca_bundle=None)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -189,16 +195,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def finetune(args: argparse.Namespace) -> int:
     """Execute the command for parsed ``args``; returns the exit status (see the module docstring)."""
     from reward_eval.finetune import pipeline
-    from reward_eval.finetune.served_judge import reward_block, training_request
+    from reward_eval.finetune.served_judge import judge_block, training_request
 
     if args.overwrite and args.out.exists():
         shutil.rmtree(args.out)
     (args.out / REPORT_DIR).mkdir(parents=True, exist_ok=True)
-    block = reward_block(args)
+    judged = judge_block(args)
+    block = dict(judged.block.values)
     examples, data = pipeline.build_dataset(args, args.out)
     judge = pipeline.load_judge(args, args.family, training_request(block, args.server_kwargs))
     outcome = pipeline.fine_tune(args, judge, examples, args.out)
-    summary = base_summary(args, judge, data, outcome.training)
+    summary = {**base_summary(args, judge, data, outcome.training), "judge_settings": judged.recorded()}
     if outcome.prior_message:
         return report_prior(args, summary, outcome.prior_message)
     pipeline.save_judge(judge, args.out)
@@ -236,8 +243,7 @@ def base_summary(
             "holdout_fraction": args.holdout_fraction,
             "holdout_tasks": list(args.holdout_tasks),
             "prompt_scale": judge.tokens.scale.name,
-            "nframes": judge.request.nframes,
-            "max_pixels": judge.request.max_pixels,
+            "request": judge.request.asked(),
             "device": args.device,
         },
         "training": training,

@@ -29,16 +29,14 @@ from typing import Any
 
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.progress import summarize_progress
-from reward_eval.job.judge_config import judge_config
+from reward_eval.job.judge_config import JudgeSettings, judge_settings, rejudge_keys
 from reward_eval.job.options import add_scoring_options, check_scoring_options, prefix_count, resolve_model
-from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
 from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
 from reward_eval.judge.calls import JudgeCall, judge_all
 from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.judge.prefixes import EPISODES_FILE, score_prefixes, write_episodes
 from vlm_reward.argtypes import positive_int
-from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_log import read_episode_log, write_episode_log
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
@@ -57,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=positive_int, default=8, help="videos scored in parallel (default %(default)s)"
     )
     p.add_argument(
-        "--env-config", type=Path, default=ENV_CONFIG, help="YAML whose reward_model block is the base"
+        "--env-config",
+        type=Path,
+        help="env YAML whose reward_model block is the base (default: the one the source run recorded, "
+        "else the repo's libero_10.yaml)",
     )
     p.add_argument(
         "--prefixes",
@@ -152,10 +153,10 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
     random_model = random_model or (source.random_model and source.serves(model))
     records = [e.record for kept in sources.values() for e in kept]
     with scoring_endpoint(args, model, video_root, out / "reward_server.log") as judge:
-        cfg = judge_config(args, judge, records, args.env_config)
-        settings = rescore_settings(args, model, random_model, judge, cfg)
+        judged = judge_settings(args, rejudge_keys(args, judge, records), source=source, records=records)
+        settings = rescore_settings(args, model, random_model, judge, judged)
         settings.write(out)
-        client = RewardClient(cfg)
+        client = RewardClient(judged.config())
         try:
             for log, kept in sources.items():
                 write_episode_log(out / log.name, rescore_records(client, kept, args.concurrency))
@@ -183,21 +184,19 @@ def rescore_settings(
     model: str | None,
     random_model: bool,
     judge: JudgeEndpoint,
-    cfg: RewardModelConfig,
+    judged: JudgeSettings,
 ) -> RunSettings:
     """What ``settings.json`` records: every option, then what was resolved from them (model,
-    endpoint, the judgement settings)."""
+    endpoint, the block the calls used with the source of each key)."""
     return RunSettings.from_options(
         "rescore",
         vars(args),
         skip=("sources",),
-        backend=args.backend,
+        backend=judged.config().backend,
         model=model if args.endpoint is None else ENDPOINT_MODEL,
         random_model=random_model,
         endpoint=judge.url,
-        success_threshold=cfg.success_threshold,
-        binary_reward=cfg.binary_reward,
-        score_mode=cfg.score_mode,
+        **judged.recorded(),
     )
 
 

@@ -35,13 +35,9 @@ from omegaconf import DictConfig, OmegaConf
 from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir, summary_block
-from reward_eval.job.judge_config import judge_config
-from reward_eval.job.options import (
-    add_scoring_options,
-    check_scoring_options,
-    resolve_model,
-    reward_overrides,
-)
+from reward_eval.job.env_config import load_env_config
+from reward_eval.job.judge_config import JudgeSettings, job_keys, judge_settings, rejudge_keys
+from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.quiet import dropping_stdout_lines
 from reward_eval.job.rollout import make_env, rollout
@@ -104,7 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--chunk", type=positive_int, default=8, help="actions per chunk_step (default %(default)s)"
     )
     roll.add_argument(
-        "--env-config", type=Path, default=ENV_CONFIG, help="env YAML (default: the repo's libero_10.yaml)"
+        "--env-config",
+        type=Path,
+        help="env YAML: its reward_model block is what every call asks (default: the repo's libero_10.yaml)",
     )
     add_scoring_options(p, threshold_default="the env YAML's")
     out = p.add_argument_group("output")
@@ -138,12 +136,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.policy_obj = make_policy(args.policy, seed=args.policy_seed, **args.policy_kwargs)
     except (ValueError, TypeError) as exc:
         parser.error(f"--policy {args.policy} with --policy-kwargs {args.policy_kwargs}: {exc}")
-    if not args.env_config.is_file():
-        parser.error(f"--env-config {args.env_config} is not a file.")
+    try:
+        suite = load_env_config(args.env_config or ENV_CONFIG).task_suite_name
+    except ValueError as exc:
+        parser.error(f"--env-config: {exc}")
     args.out = (args.out or default_run_dir()).resolve()
     if episode_logs(args.out):
         parser.error(f"--out {args.out} already holds an episode log; pick a new run dir.")
-    suite = OmegaConf.load(args.env_config).task_suite_name
     try:  # last: it imports LIBERO (seconds), the checks above are instant
         args.reset_state_ids = plan_reset_state_ids(
             args.tasks, args.episodes_per_task, trials_per_task(suite)
@@ -185,40 +184,50 @@ def trials_per_task(suite: str) -> list[int]:
     return [len(bench.get_task_init_states(t)) for t in range(bench.get_num_tasks())]
 
 
-def env_config(args: argparse.Namespace, judge: JudgeEndpoint, run_dir: Path) -> DictConfig:
-    """The env YAML with the reward model on, scoring against ``judge``, logging to ``run_dir``."""
-    cfg = OmegaConf.load(args.env_config)
+def run_judge_settings(args: argparse.Namespace, judge: JudgeEndpoint, run_dir: Path) -> JudgeSettings:
+    """The block every episode's call uses: the env YAML's under the options, the env's client
+    in shadow mode (nothing trains here, the records say so), logging and keeping videos in ``run_dir``."""
+    job = job_keys(
+        args,
+        judge,
+        episode_log_dir=str(run_dir),
+        keep_temp_video=args.keep_videos,
+        temp_video_dir=str(run_dir / "videos"),
+    )
+    return judge_settings(args, job)
+
+
+def env_config(args: argparse.Namespace, judged: JudgeSettings) -> DictConfig:
+    """The env YAML, its ``reward_model`` block replaced by the resolved one."""
+    cfg = load_env_config(judged.env_config)
     if args.max_episode_steps is not None:
         cfg.max_episode_steps = args.max_episode_steps
     cfg.task_id_filter = sorted(args.tasks)  # the env's first (random) reset stays in our tasks
-    block = {
-        **reward_overrides(args, judge),
-        "use_for_training": False,  # shadow mode: nothing trains here, the records say so
-        "episode_log_dir": str(run_dir),
-        "keep_temp_video": args.keep_videos,
-        "temp_video_dir": str(run_dir / "videos"),
-    }
-    for key, value in block.items():
-        OmegaConf.update(cfg, f"reward_model.{key}", value, force_add=True)
+    cfg.reward_model = OmegaConf.create(dict(judged.block.values))
     return cfg
 
 
 def run_settings(
-    args: argparse.Namespace, model: str | None, random_model: bool, judge: JudgeEndpoint
+    args: argparse.Namespace,
+    model: str | None,
+    random_model: bool,
+    judge: JudgeEndpoint,
+    judged: JudgeSettings,
 ) -> RunSettings:
     """What ``settings.json`` records: every option, then what was resolved from them (the model
-    actually served, the endpoint actually used, the reset state ids), which win."""
+    actually served, the endpoint actually used, the block and its sources, the reset state ids),
+    which win."""
     return RunSettings.from_options(
         "run",
         vars(args),
         skip=DERIVED,
-        backend=args.backend,
+        backend=judged.config().backend,
         model=model if args.endpoint is None else ENDPOINT_MODEL,
         random_model=random_model,
         endpoint=judge.url,
-        env_config=str(args.env_config),
         policy=args.policy,
         reset_state_ids=args.reset_state_ids,
+        **judged.recorded(),
     )
 
 
@@ -228,9 +237,10 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
     run_dir.mkdir(parents=True, exist_ok=True)
     model, random_model = resolve_model(args, run_dir)
     with scoring_endpoint(args, model, run_dir, run_dir / "reward_server.log") as judge:
-        settings = run_settings(args, model, random_model, judge)
+        judged = run_judge_settings(args, judge, run_dir)
+        settings = run_settings(args, model, random_model, judge, judged)
         settings.write(run_dir)
-        env = make_env(env_config(args, judge, run_dir), min(args.num_envs, len(reset_ids)))
+        env = make_env(env_config(args, judged), min(args.num_envs, len(reset_ids)))
         try:
             rollout(env, policy, reset_ids, args.chunk)
         finally:
@@ -251,7 +261,8 @@ def own_audit(args: argparse.Namespace, judge: JudgeEndpoint, settings: RunSetti
     except AuditInputError as exc:
         return {"skipped": str(exc)}
     records = [e.record for e in episodes]
-    client = RewardClient(judge_config(args, judge, records, args.env_config))
+    judged = judge_settings(args, rejudge_keys(args, judge, records), source=settings, records=records)
+    client = RewardClient(judged.config())
     try:
         summary, _ = audit_run_dir(
             client,

@@ -51,6 +51,17 @@ class Request:
     backend_kwargs: Mapping[str, Any] = field(default_factory=dict)
     server_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
+    def asked(self) -> dict[str, Any]:
+        """What every training example is asked, as ``finetune.json`` records it (the judge-facing
+        ``reward_model`` keys; the score mode is always probability, the readout that is trained)."""
+        return {
+            "nframes": self.nframes,
+            "max_pixels": self.max_pixels,
+            "video_fps": self.video_fps,
+            "score_mode": PROBABILITY,
+            "backend_kwargs": dict(self.backend_kwargs),
+        }
+
     def job(self, task_text: str, video: str, frames: int) -> ScoreJob:
         """The server's job for one video of ``frames`` frames (``nframes`` as the evaluation
         sends it: at most the video's frames)."""

@@ -6,13 +6,13 @@ In one place: the reward settings the judge is served with, the suite's tasks fo
 The before/after evaluation is the evaluation tools' own path: a local reward server started
 with :func:`..judge.endpoint.scoring_endpoint` (``--backend``, ``--server-kwargs``; the base
 checkpoint, then the fine-tuned one), the env's own client built from the env YAML's
-``reward_model`` block with the command's overrides (:func:`..job.options.reward_overrides`), and
+``reward_model`` block under the command's options (:func:`..job.judge_config.judge_settings`), and
 the audit's many-call loop :func:`..judge.calls.judge_all`. The same block gives the training
 its request (:class:`.inputs.Request`: ``nframes``, ``max_pixels``, ``video_fps``,
 ``backend_kwargs``), so what is trained is what these servers are asked.
 
-:func:`reward_block` is :func:`..job.judge_config.judge_config`'s block without the source
-records' defaults (every example is judged in probability mode, the readout that is trained).
+:func:`judge_block` is the evaluation commands' block (:func:`..job.judge_config.judge_settings`)
+in probability mode (every example is judged in the readout that is trained).
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any
 
 from reward_eval.finetune.dataset import Example
 from reward_eval.finetune.inputs import PROBABILITY, Request
-from reward_eval.job.options import reward_overrides
+from reward_eval.job.judge_config import JudgeSettings, common_value, job_keys, judge_settings
+from reward_eval.job.settings import RunSettings
 from reward_eval.judge.calls import JudgeCall, judge_all
 from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 
@@ -33,14 +34,13 @@ from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 PENDING = JudgeEndpoint("http://127.0.0.1:1/score", None)
 
 
-def reward_block(args: argparse.Namespace) -> dict[str, Any]:
-    """The env YAML's ``reward_model`` block with the command's judgement options, in probability
-    mode (the readout that is trained); its endpoint is set when a judge is served."""
-    from omegaconf import OmegaConf
-
-    block = OmegaConf.to_container(OmegaConf.load(args.env_config).reward_model, resolve=False)
-    block.update(reward_overrides(args, PENDING), episode_log_dir=None, score_mode=PROBABILITY)
-    return block
+def judge_block(args: argparse.Namespace) -> JudgeSettings:
+    """The block the judge is trained for and served with: the env YAML's (``--env-config``, else
+    the one every run recorded, else the repo's) under the command's options, in probability mode
+    whatever it says (the readout that is trained: the one exception the fine-tune makes); its
+    endpoint is set when a judge is served."""
+    recorded = common_value([RunSettings.read(run).env_config for run in args.runs])
+    return judge_settings(args, job_keys(args, PENDING, score_mode=PROBABILITY), recorded_env=recorded)
 
 
 def training_request(block: Mapping[str, Any], server_kwargs: Mapping[str, Any]) -> Request:

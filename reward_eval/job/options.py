@@ -11,6 +11,11 @@ With a Qwen-VL backend (``qwen_vl_hf``, ``qwen_vl_vllm``, ``PRIMO-R1``) and no
 ``random_model: true``: its scores mean nothing, the run only shows that every stage works.
 ``--model`` takes a checkpoint of any supported family (its config.json decides).
 :mod:`..judge.endpoint` turns them into the endpoint a command scores against.
+
+The judgement options (``--threshold``, ``--binary/--continuous``, ``--score-mode``,
+``--backend-kwargs``, ``--request-timeout``, ``--send-video-inline``, ...) default to "not
+given" (``None``): each sets its ``reward_model`` key (:data:`OPTION_KEYS`) only when given, over
+the source run's and the env YAML's (:mod:`.reward_block`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reward_eval.judge.endpoint import JudgeEndpoint
+from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, served_backend
 from vlm_reward.argtypes import json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
@@ -30,7 +35,6 @@ from vlm_reward.tools.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
 TINY_BACKENDS = ("qwen_vl_hf", "qwen_vl_vllm", "PRIMO-R1")
-DEFAULT_LOCAL_BACKEND = "qwen_vl_hf"  # CPU-capable in the main venv, so the default works anywhere
 # Options that configure a server we start, and options only a given --endpoint takes.
 LOCAL_ONLY = ("model", "plugin", "server_kwargs", "tiny_family", "replicas", "gpus_per_replica")
 ENDPOINT_ONLY = ("api_key_env", "ca_bundle")
@@ -68,7 +72,9 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         "--endpoint", help="POST /score URL of a running server, e.g. http://host:18080/score"
     )
     server.add_argument(
-        "--backend", help=f"backend to request; also the local server's (default {DEFAULT_LOCAL_BACKEND})"
+        "--backend",
+        help=f"backend to request; also the local server's (default: {DEFAULT_LOCAL_BACKEND} for a local "
+        "server; with --endpoint, the source run's or the env YAML's)",
     )
     server.add_argument(
         "--model",
@@ -134,15 +140,20 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
         choices=SCORE_MODES,
         help="how the server reads the judge's answer as a score (default: the backend's)",
     )
-    judge.add_argument("--backend-kwargs", type=json_object, default={}, help="per-request backend_kwargs")
+    judge.add_argument(
+        "--backend-kwargs",
+        type=json_object,
+        help="per-request backend_kwargs, merged key by key over the source run's and the env YAML's",
+    )
     judge.add_argument(
         "--request-timeout",
         type=positive_float,
-        default=300.0,
-        help="seconds per /score call (default %(default)s)",
+        help="seconds per /score call (default: the env YAML's reward_model.timeout)",
     )
     judge.add_argument(
-        "--send-video-inline", action="store_true", help="send videos in the request (no shared filesystem)"
+        "--send-video-inline",
+        action=argparse.BooleanOptionalAction,
+        help="send videos in the request (no shared filesystem; default: the env YAML's)",
     )
 
 
@@ -162,18 +173,17 @@ def check_scoring_options(parser: argparse.ArgumentParser, args: argparse.Namesp
         return
     if given := _given(args, ENDPOINT_ONLY):
         parser.error(f"{', '.join(given)} only apply to an --endpoint; a local server gets a fresh key.")
-    args.backend = args.backend or DEFAULT_LOCAL_BACKEND
+    backend = served_backend(args)
     if args.gpus_per_replica is not None and (args.replicas or 1) < 2:
         parser.error("--gpus-per-replica goes with --replicas N (N >= 2); one server sees every GPU.")
     if args.model is not None and args.tiny_family is not None:
         parser.error("--tiny-family picks the tiny checkpoint built when no --model is given; drop one.")
-    if args.model is None and not has_tiny_model(args.backend):
+    if args.model is None and not has_tiny_model(backend):
         parser.error(
-            f"--backend {args.backend} needs --model (only {', '.join(TINY_BACKENDS)} have a built-in "
-            "tiny model)."
+            f"--backend {backend} needs --model (only {', '.join(TINY_BACKENDS)} have a built-in tiny model)."
         )
     try:
-        server_python(args.backend)  # fail now, not after the envs were built
+        server_python(backend)  # fail now, not after the envs were built
     except ImportError as exc:
         parser.error(str(exc))
 
@@ -199,26 +209,27 @@ def resolve_model(args: argparse.Namespace, run_dir: Path) -> tuple[str | None, 
     return str(path), True
 
 
-def reward_overrides(args: argparse.Namespace, judge: JudgeEndpoint) -> dict[str, Any]:
-    """The ``reward_model`` keys these options set, pointed at ``judge`` (the rest come from the
-    env YAML)."""
-    overrides: dict[str, Any] = {
-        "enable": True,
-        "endpoint": judge.url,
-        "backend": args.backend,
-        "backend_kwargs": dict(args.backend_kwargs),
-        "timeout": args.request_timeout,
-        "send_video_inline": args.send_video_inline,
-        "fail_on_request_error": False,  # a failed call is data here (fallback, counted)
-        # the variable's name, never the key: the block is saved with the run's settings
-        "api_key_env": judge.api_key_env,
-        "ca_bundle": getattr(args, "ca_bundle", None),
-    }
-    for key, value in (
-        ("success_threshold", args.threshold),
-        ("binary_reward", args.binary_reward),
-        ("score_mode", args.score_mode),
-    ):
-        if value is not None:
-            overrides[key] = value
-    return overrides
+# The reward_model keys the scoring options set when given, and each one's argparse dest: one
+# table, read by judge_options and rendered in the docs' precedence table.
+OPTION_KEYS: dict[str, str] = {
+    "backend": "backend",
+    "backend_kwargs": "backend_kwargs",
+    "score_mode": "score_mode",
+    "success_threshold": "threshold",
+    "binary_reward": "binary_reward",
+    "timeout": "request_timeout",
+    "send_video_inline": "send_video_inline",
+    "ca_bundle": "ca_bundle",
+}
+
+
+def judge_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``reward_model`` keys the scoring options set (``None``: the option was not given), for
+    :func:`..reward_block.resolve_reward_block`."""
+    return {key: getattr(args, dest, None) for key, dest in OPTION_KEYS.items()}
+
+
+def option_flag(key: str) -> str:
+    """The command-line flag of ``reward_model`` key ``key`` (``--threshold``, ``--binary/--continuous``)."""
+    dest = OPTION_KEYS[key]
+    return "--binary/--continuous" if dest == "binary_reward" else f"--{dest.replace('_', '-')}"

@@ -33,19 +33,20 @@ from vlm_reward.client.config import RewardModelConfig
 
 Source = Literal["option", "source_run", "env_yaml", "job"]
 SOURCES: tuple[Source, ...] = typing.get_args(Source)
-# What the job decides whatever the YAML or an option says: where the calls go and with which key,
-# whether a failed call stops the command (never: a fallback is data here), whether the scores
-# train (never here; a re-judged run keeps its records'), and what the env logs and keeps.
-JOB_KEYS = (
-    "enable",
-    "endpoint",
-    "api_key_env",
-    "fail_on_request_error",
-    "use_for_training",
-    "episode_log_dir",
-    "keep_temp_video",
-    "temp_video_dir",
-)
+# What the job decides whatever the YAML or an option says, and what it sets: where the calls go
+# and with which key, that a failed call never stops the command (a fallback is data here), that
+# nothing trains here, and what the env logs and keeps.
+JOB_OWNED: dict[str, str] = {
+    "enable": "on",
+    "endpoint": "the judge the command scores against (`--endpoint`, or the local server it starts)",
+    "api_key_env": "that judge's key variable (`--api-key-env`, or a fresh key of the command's own)",
+    "fail_on_request_error": "False: a failed call is counted as a fallback",
+    "use_for_training": "False (a re-judged run: its records' value)",
+    "episode_log_dir": "`run`: the run dir; the others write their own logs",
+    "keep_temp_video": "`run`: `--keep-videos`",
+    "temp_video_dir": "`run`: the run dir's `videos/`",
+}
+JOB_KEYS = tuple(JOB_OWNED)
 # What a re-judging command keeps of the run it judges again, unless an option says otherwise.
 SOURCE_RUN_KEYS = ("backend", "backend_kwargs", "score_mode", "nframes", "success_threshold", "binary_reward")
 MERGED_KEY = "backend_kwargs"

@@ -2,10 +2,12 @@
 
 Every evaluation command that writes a run dir (``run``, ``rescore``, ``report``) records
 one :class:`RunSettings`: which command, which judge (backend, model, whether it is the tiny
-random checkpoint, the endpoint) and, as ``details``, its options and what it resolved from
-them (reset state ids, thresholds, ...). The judge's fields are what later commands read back
-(``audit`` finds the suite through ``env_config``, ``rescore`` keeps the "random scores"
-warning); ``details`` are shown as they are in the report's provenance table. On disk it is
+random checkpoint, the endpoint), the ``reward_model`` block its calls used with the source of
+each key and the env YAML it read (:class:`..judge_config.JudgeSettings`) and, as ``details``,
+its options and what it resolved from them (reset state ids, ...). The typed fields are what
+later commands read back (a re-judging command asks what the run's calls asked and reads its
+env YAML; ``audit`` finds the suite through ``env_config``; ``rescore`` keeps the "random
+scores" warning); ``details`` are shown as they are in the report's provenance table. On disk it is
 one flat JSON object, as before, so older run dirs read unchanged; a run dir without the file
 reads as :data:`UNKNOWN`.
 """
@@ -34,6 +36,11 @@ class RunSettings:
     random_model: bool = False
     endpoint: str | list[str] | None = None  # a list: the replicas of --replicas
     env_config: str | None = None
+    env_config_source: str | None = None  # why that YAML: option, source_run or default
+    # The reward_model block the run's calls used, and the source of each key (option,
+    # source_run, env_yaml, job: reward_eval.job.reward_block); None in run dirs made before them.
+    reward_model: Mapping[str, Any] | None = None
+    reward_model_sources: Mapping[str, str] | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

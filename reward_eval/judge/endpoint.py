@@ -97,6 +97,17 @@ def check_endpoint(
         raise RewardAuthError(endpoint, "unauthorized", api_key_env)
 
 
+# The backend of a local server when no --backend is given: it runs on CPU in the main venv, so
+# the default works anywhere. On purpose not the env YAML's serving default (qwen_vl_vllm).
+DEFAULT_LOCAL_BACKEND = "qwen_vl_hf"
+
+
+def served_backend(args: argparse.Namespace) -> str:
+    """The backend of the local server a command starts: ``--backend``, else
+    :data:`DEFAULT_LOCAL_BACKEND`."""
+    return args.backend or DEFAULT_LOCAL_BACKEND
+
+
 def local_server(
     args: argparse.Namespace, model: str, video_root: Path, log_path: Path, key: str
 ) -> RewardServerProcess:
@@ -104,9 +115,9 @@ def local_server(
     ``model``, with ``video_root`` as its ``--video-root`` (every video sent by path must lie in
     it) and ``key`` as its only API key, whatever the environment holds."""
     return RewardServerProcess(
-        backend_args(args.backend, model, video_root, args.server_kwargs),
+        backend_args(served_backend(args), model, video_root, args.server_kwargs),
         log_path,
-        python=server_python(args.backend),
+        python=server_python(served_backend(args)),
         plugins=args.plugin,
         env={API_KEY_ENV: key},
     )
@@ -146,14 +157,15 @@ def local_judge(
     if replicas > 1:
         from reward_eval.judge.replicas import local_replicas
 
-        with local_replicas(args, model, video_root, log_path.parent / "reward_server", key) as urls:
-            print(f"[reward-eval] {replicas} local {args.backend} replicas on Ray: {', '.join(urls)}")
+        backend, log_dir = served_backend(args), log_path.parent / "reward_server"
+        with local_replicas(args, backend, model, video_root, log_dir, key) as urls:
+            print(f"[reward-eval] {replicas} local {backend} replicas on Ray: {', '.join(urls)}")
             yield urls
         return
     server = local_server(args, model, video_root, log_path, key)
     try:
         server.wait_ready(args.server_start_timeout)
-        print(f"[reward-eval] local {args.backend} server on {server.endpoint} (log: {log_path})")
+        print(f"[reward-eval] local {served_backend(args)} server on {server.endpoint} (log: {log_path})")
         yield server.endpoint
     finally:
         server.stop()

@@ -33,7 +33,7 @@ def gpus_each(requested: int | None, replicas: int, gpus: list[str]) -> int:
 
 @contextmanager
 def local_replicas(
-    args: argparse.Namespace, model: str, video_root: Path, log_dir: Path, key: str
+    args: argparse.Namespace, backend: str, model: str, video_root: Path, log_dir: Path, key: str
 ) -> Iterator[list[str]]:
     """Yield the endpoints of ``args.replicas`` healthy replicas (see the module docstring)."""
     import ray
@@ -46,7 +46,7 @@ def local_replicas(
         each = gpus_each(args.gpus_per_replica, args.replicas, gpus)
         settings = RewardServerConfig(
             enable=True,
-            backend=args.backend,
+            backend=backend,
             model=model,
             backend_kwargs=dict(args.server_kwargs),
             plugins=list(args.plugin),

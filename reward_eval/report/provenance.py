@@ -41,9 +41,30 @@ def provenance_section(summary: Mapping[str, Any], settings: Mapping[str, Any]) 
         f"Reward mode of the run(s) that wrote the records: {modes}. Both modes are evaluated below.",
     )
     blocks: list[Block] = [Heading("Where the numbers come from"), Items(items)]
-    if settings:
-        rows = tuple(
-            (str(k), v if isinstance(v, str) else json.dumps(v, default=str)) for k, v in settings.items()
-        )
+    plain = {k: v for k, v in settings.items() if k not in BLOCK_KEYS}
+    if plain:
+        rows = tuple((str(k), _text(v)) for k, v in plain.items())
         blocks += [Para("Settings of this evaluation:"), Table(("setting", "value"), rows)]
-    return blocks
+    return blocks + block_section(settings)
+
+
+# settings.json's record of the reward_model block, shown as a table of its own.
+BLOCK_KEYS = ("reward_model", "reward_model_sources")
+
+
+def block_section(settings: Mapping[str, Any]) -> list[Block]:
+    """The ``reward_model`` block the calls used, key by key with where each value came from
+    (none for a run dir made before the block was recorded)."""
+    block, sources = settings.get("reward_model"), settings.get("reward_model_sources") or {}
+    if not block:
+        return []
+    rows = tuple((str(key), _text(value), str(sources.get(key, ""))) for key, value in block.items())
+    note = (
+        "The reward_model block the judge calls used, and where each value came from (the precedence "
+        "rule: docs/evaluate/index.md, which settings a command judges with):"
+    )
+    return [Para(note), Table(("key", "value", "from"), rows)]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)

@@ -9,22 +9,27 @@ out again:
   ``drop: carry`` with ``drop_prob`` 0.5 and policy seed 3, which drops the second episode only:
   two successes (316 and 333 steps) and a near miss (truncated at 344). Rendered at 128x128,
   which halves the rendering that bounds LIBERO's speed here (the expert test, the fine-tune).
+  Made with the flow-through test's env YAML (:func:`flow_config`: every judge-facing
+  ``reward_model`` key off its default) and judged, with its own audit, by the recording
+  stand-in judge (:func:`wire_recorder`), which keeps the jobs of both (``EvalRun.jobs``).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from omegaconf import OmegaConf
 
-from reward_eval.job.env_config import load_env_config
-from reward_eval.job.paths import ENV_CONFIG
 from tests.support.server import REPO
+from tests.support.wire_backends import WireRecorder
 from vlm_reward.protocol import API_KEY_ENV
 
 RUN_TASK = 0
@@ -36,16 +41,66 @@ EXPERT_EPISODES = 3
 EXPERT_SEED = 3  # drop draws of seed 3: the 2nd episode drops, the 1st and 3rd do not
 EXPERT_MAX_STEPS = 344
 EXPERT_CAMERA = 128
+# The flow-through test's env YAML: its judge-facing reward_model keys (judge_facing_keys()) all
+# set off their defaults, its success threshold too; every path that judges must send these.
+FLOW_REWARD_MODEL: dict[str, Any] = {
+    "nframes": 12,
+    "max_pixels": 12544,
+    "video_fps": 5.0,
+    "score_mode": "rubric",
+    "backend_kwargs": {"prompt": "roboreward", "max_new_tokens": 5},
+}
+FLOW_THRESHOLD = 0.6
+# The option each command is given on top of it: it replaces the YAML's prompt and keeps the rest.
+FLOW_OPTION = {"prompt": "yes_no"}
 
 
 @dataclass(frozen=True)
 class EvalRun:
-    """A finished ``reward_eval run``: its dir and what the command printed."""
+    """A finished ``reward_eval run``: its dir, what the command printed, and (against the
+    recording judge) the jobs its calls asked for, in order."""
 
     run_dir: Path
     returncode: int
     stdout: str
     stderr: str
+    jobs: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """The flow-through env YAML (``root/env/flow.yaml``, which includes the repo's libero_10.yaml)
+    and a training config composing it as ``env.train`` (``root/train.yaml``)."""
+
+    root: Path
+    env_yaml: Path
+
+
+@pytest.fixture(scope="session")
+def flow_config(tmp_path_factory: pytest.TempPathFactory) -> FlowConfig:
+    """See :class:`FlowConfig`: libero_10.yaml at 128 px with :data:`FLOW_REWARD_MODEL`."""
+    root = tmp_path_factory.mktemp("flow-config")
+    (root / "env").mkdir()
+    block = {**FLOW_REWARD_MODEL, "success_threshold": FLOW_THRESHOLD}
+    env = {
+        "defaults": ["/env/libero_10@_here_", "_self_"],
+        "init_params": {"camera_heights": EXPERT_CAMERA, "camera_widths": EXPERT_CAMERA},
+        "reward_model": block,
+    }
+    OmegaConf.save(OmegaConf.create(env), root / "env" / "flow.yaml")
+    OmegaConf.save(OmegaConf.create({"defaults": ["/env/flow@env.train", "_self_"]}), root / "train.yaml")
+    return FlowConfig(root, root / "env" / "flow.yaml")
+
+
+@pytest.fixture(scope="session")
+def wire_recorder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireRecorder]:
+    """The recording stand-in judge (the real server, ``wire_recorder`` backend), for the session;
+    it reads videos anywhere under the session's temp dir."""
+    recorder = WireRecorder(tmp_path_factory.mktemp("wire"), tmp_path_factory.getbasetemp())
+    try:
+        yield recorder
+    finally:
+        recorder.stop()
 
 
 def run_reward_eval(
@@ -84,38 +139,22 @@ def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoi
 
 
 @pytest.fixture(scope="session")
-def expert_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoint: str) -> EvalRun:
-    """The expert's successes and near miss (see the module docstring), kept videos, no audit."""
+def expert_run(
+    tmp_path_factory: pytest.TempPathFactory, flow_config: FlowConfig, wire_recorder: WireRecorder
+) -> EvalRun:
+    """The expert's successes and near miss (see the module docstring), kept videos, its own audit,
+    judged by the recording judge with the flow-through YAML and ``--backend-kwargs`` :data:`FLOW_OPTION`."""
     root = tmp_path_factory.mktemp("expert-run")
-    cfg = load_env_config(ENV_CONFIG)
-    cfg.init_params.camera_heights = cfg.init_params.camera_widths = EXPERT_CAMERA
-    OmegaConf.save(cfg, root / "libero_10_128px.yaml")
+    wire_recorder.take()  # what came before is another path's
     result = run_reward_eval(
         "run",
         *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
-        *(
-            "--max-episode-steps",
-            str(EXPERT_MAX_STEPS),
-            "--policy",
-            "expert",
-            "--policy-seed",
-            str(EXPERT_SEED),
-        ),
-        *(
-            "--policy-kwargs",
-            '{"drop": "carry", "drop_prob": 0.5}',
-            "--env-config",
-            str(root / "libero_10_128px.yaml"),
-        ),
-        *(
-            "--backend",
-            "qwen_vl_hf",
-            "--model",
-            tiny_qwen_checkpoint,
-            "--no-audit",
-            "--out",
-            str(root / "run"),
-        ),
+        *("--max-episode-steps", str(EXPERT_MAX_STEPS), "--policy", "expert"),
+        *("--policy-seed", str(EXPERT_SEED), "--policy-kwargs", '{"drop": "carry", "drop_prob": 0.5}'),
+        *("--env-config", str(flow_config.env_yaml), "--endpoint", wire_recorder.endpoint),
+        *("--backend", "wire_recorder"),
+        *("--backend-kwargs", json.dumps(FLOW_OPTION), "--out", str(root / "run")),
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return EvalRun(root / "run", result.returncode, result.stdout, result.stderr)
+    jobs = tuple(wire_recorder.take())
+    return EvalRun(root / "run", result.returncode, result.stdout, result.stderr, jobs)

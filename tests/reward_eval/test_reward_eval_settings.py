@@ -22,6 +22,9 @@ def test_options_and_what_was_resolved_are_written_flat_and_read_back(tmp_path: 
         random_model=True,
         endpoint="http://127.0.0.1:1/score",
         env_config="/cfg/libero_10.yaml",
+        env_config_source="default",
+        reward_model={"nframes": 12, "backend_kwargs": {"prompt": "yes_no"}},
+        reward_model_sources={"nframes": "env_yaml", "backend_kwargs.prompt": "option"},
         reset_state_ids=[0, 1],
     )
     settings.write(tmp_path)
@@ -36,6 +39,9 @@ def test_options_and_what_was_resolved_are_written_flat_and_read_back(tmp_path: 
         "random_model": True,
         "endpoint": "http://127.0.0.1:1/score",
         "env_config": "/cfg/libero_10.yaml",
+        "env_config_source": "default",
+        "reward_model": {"nframes": 12, "backend_kwargs": {"prompt": "yes_no"}},
+        "reward_model_sources": {"nframes": "env_yaml", "backend_kwargs.prompt": "option"},
     }
     assert RunSettings.read(tmp_path) == settings
 

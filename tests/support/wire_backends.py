@@ -4,8 +4,10 @@ The ``wire_recorder`` backend runs inside the real reward server, so a request r
 exactly as the server parsed it off the wire; it appends one JSON line per job to ``log_path``
 (server kwarg) with the request fields that change what a judge is asked (nframes, max_pixels,
 video_fps, score_mode, backend_kwargs), the instruction and the frame count of the video it got,
-and answers a fixed score in whatever mode the job asks for (probability included), so every
+and answers a fixed score in whatever mode the job asks for (0.7; 0.5 in rubric mode; the
+probability mode included), so every
 command's path completes. It accepts any ``backend_kwargs``: it records them instead of checking.
+:class:`WireRecorder` runs such a server for a test.
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from vlm_reward.backends import ProbabilityAnswer, RewardBackend, ScoreJob, register_backend
 from vlm_reward.protocol import SCORE_MODES
 from vlm_reward.video_io import count_frames
 
-# A text each text mode reads as a score (rubric: "ANSWER: n" on its 1-5 scale).
-TEXT_ANSWERS = {"auto": "0.7", "percentage": "70%", "unit": "0.7", "rubric": "ANSWER: 4"}
+# A text each text mode reads as a score (rubric: "ANSWER: n" on its 1-5 scale, 3 -> 0.5).
+TEXT_ANSWERS = {"auto": "0.7", "percentage": "70%", "unit": "0.7", "rubric": "ANSWER: 3"}
 RECORDED = ("nframes", "max_pixels", "video_fps", "score_mode", "backend_kwargs")
 
 
 @register_backend
 class WireRecorderBackend(RewardBackend):
-    """Records each job's judge-facing request fields; answers 0.7 (rubric: 4 of 5) in any mode."""
+    """Records each job's judge-facing request fields; answers 0.7 (rubric: 3 of 5, 0.5) in any mode."""
 
     name = "wire_recorder"
     default_score_mode = "unit"
@@ -57,3 +61,29 @@ class WireRecorderBackend(RewardBackend):
         if job.score_mode == "probability":
             return ProbabilityAnswer(0.7, "yes")
         return TEXT_ANSWERS[str(job.score_mode)]
+
+
+class WireRecorder:
+    """A reward server on 127.0.0.1 running ``wire_recorder``: the stand-in judge of the flow-through
+    test. :meth:`take` returns the jobs it recorded since the last call, so one server serves
+    several paths run one after another."""
+
+    def __init__(self, log_dir: Path, video_root: Path) -> None:
+        from tests.support.server import ServerProcess
+
+        self.log = log_dir / "wire_jobs.jsonl"
+        args = ["--backend", "wire_recorder", "--model", "none", "--video-root", str(video_root)]
+        args += ["--backend-kwargs", json.dumps({"log_path": str(self.log)})]
+        self.server = ServerProcess(args, log_dir / "wire_server.log", plugins=(__name__,))
+        self.server.wait_ready()
+        self.endpoint = self.server.endpoint
+        self._seen = 0
+
+    def take(self) -> list[dict[str, Any]]:
+        """The jobs recorded since the last :meth:`take`, oldest first."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        new, self._seen = lines[self._seen :], len(lines)
+        return [json.loads(line) for line in new]
+
+    def stop(self) -> None:
+        self.server.stop()
