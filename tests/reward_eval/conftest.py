@@ -10,8 +10,8 @@ out again:
   two successes (316 and 333 steps) and a near miss (truncated at 344). Rendered at 128x128,
   which halves the rendering that bounds LIBERO's speed here (the expert test, the fine-tune).
   Made with the flow-through test's env YAML (:func:`flow_config`: every judge-facing
-  ``reward_model`` key off its default) and judged, with its own audit, by the recording
-  stand-in judge (:func:`wire_recorder`), which keeps the jobs of both (``EvalRun.jobs``).
+  ``reward_model`` key off its default) and judged, with its own audit, by a recording stand-in
+  judge (``tests.support.wire_backends``), which keeps the jobs of both (``EvalRun.jobs``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -92,17 +91,6 @@ def flow_config(tmp_path_factory: pytest.TempPathFactory) -> FlowConfig:
     return FlowConfig(root, root / "env" / "flow.yaml")
 
 
-@pytest.fixture(scope="session")
-def wire_recorder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireRecorder]:
-    """The recording stand-in judge (the real server, ``wire_recorder`` backend), for the session;
-    it reads videos anywhere under the session's temp dir."""
-    recorder = WireRecorder(tmp_path_factory.mktemp("wire"), tmp_path_factory.getbasetemp())
-    try:
-        yield recorder
-    finally:
-        recorder.stop()
-
-
 def run_reward_eval(
     *args: str, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
@@ -139,22 +127,24 @@ def reward_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_qwen_checkpoi
 
 
 @pytest.fixture(scope="session")
-def expert_run(
-    tmp_path_factory: pytest.TempPathFactory, flow_config: FlowConfig, wire_recorder: WireRecorder
-) -> EvalRun:
+def expert_run(tmp_path_factory: pytest.TempPathFactory, flow_config: FlowConfig) -> EvalRun:
     """The expert's successes and near miss (see the module docstring), kept videos, its own audit,
-    judged by the recording judge with the flow-through YAML and ``--backend-kwargs`` :data:`FLOW_OPTION`."""
+    judged by a recording judge (stopped after) with the flow-through YAML and ``--backend-kwargs``
+    :data:`FLOW_OPTION`."""
     root = tmp_path_factory.mktemp("expert-run")
-    wire_recorder.take()  # what came before is another path's
-    result = run_reward_eval(
-        "run",
-        *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
-        *("--max-episode-steps", str(EXPERT_MAX_STEPS), "--policy", "expert"),
-        *("--policy-seed", str(EXPERT_SEED), "--policy-kwargs", '{"drop": "carry", "drop_prob": 0.5}'),
-        *("--env-config", str(flow_config.env_yaml), "--endpoint", wire_recorder.endpoint),
-        *("--backend", "wire_recorder"),
-        *("--backend-kwargs", json.dumps(FLOW_OPTION), "--out", str(root / "run")),
-    )
+    recorder = WireRecorder(root, tmp_path_factory.getbasetemp())
+    try:
+        result = run_reward_eval(
+            "run",
+            *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
+            *("--max-episode-steps", str(EXPERT_MAX_STEPS), "--policy", "expert"),
+            *("--policy-seed", str(EXPERT_SEED), "--policy-kwargs", '{"drop": "carry", "drop_prob": 0.5}'),
+            *("--env-config", str(flow_config.env_yaml), "--endpoint", recorder.endpoint),
+            *("--backend", "wire_recorder", "--backend-kwargs", json.dumps(FLOW_OPTION)),
+            *("--out", str(root / "run")),
+        )
+        jobs = tuple(recorder.take())
+    finally:
+        recorder.stop()
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    jobs = tuple(wire_recorder.take())
     return EvalRun(root / "run", result.returncode, result.stdout, result.stderr, jobs)

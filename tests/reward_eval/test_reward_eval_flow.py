@@ -28,6 +28,7 @@ import json
 import os
 import shlex
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,18 @@ from tests.support.wire_backends import WireRecorder
 from vlm_reward.client.config import RewardModelConfig, judge_facing_keys
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def wire_recorder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WireRecorder]:
+    """The recording stand-in judge of the paths after the run; it reads videos anywhere under
+    the session's temp dir."""
+    recorder = WireRecorder(tmp_path_factory.mktemp("wire"), tmp_path_factory.getbasetemp())
+    try:
+        yield recorder
+    finally:
+        recorder.stop()
+
 
 # Per path, what it may ask differently, and why; nothing else may differ.
 EXCEPTIONS: dict[str, dict[str, Any]] = {

@@ -26,7 +26,7 @@ from reward_eval import cli
 from reward_eval.commands import run as run_cmd
 from reward_eval.job import options, rollout
 from reward_eval.job.run_dir import run_command
-from reward_eval.judge.endpoint import EndpointUnavailableError
+from reward_eval.judge.endpoint import EndpointUnavailableError, served_backend
 from reward_eval.policies import make_policy
 from reward_eval.report.plots import read_video_frames
 from tests.reward_eval.conftest import (
@@ -284,7 +284,7 @@ def test_run_command_maps_server_errors_to_status_1(
 @pytest.mark.slow
 def test_without_a_model_the_tiny_random_checkpoint_is_built_into_the_run_dir(tmp_path: Path) -> None:
     args = _scoring_args([])
-    assert args.backend == "qwen_vl_hf"
+    assert args.backend is None and served_backend(args) == "qwen_vl_hf"
     model, random_model = options.resolve_model(args, tmp_path)
     assert random_model is True and Path(model) == tmp_path / "tiny-qwen2.5-vl"
     assert (Path(model) / "config.json").is_file() and (Path(model) / "model.safetensors").is_file()

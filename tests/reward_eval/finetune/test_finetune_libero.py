@@ -103,8 +103,9 @@ FLOOR_FRACTION = 0.1
 # Pinned, exact for an untrained seeded model (the same on every CPU to well within the
 # tolerance): the base judge's held-out AUROC and Brier score, and the audit's rate of every row
 # (the same for all seven rows). The Qwen2.5-VL base calls everything a failure at 0.5 (P(yes)
-# ~0.46), the Qwen3-VL base everything a success.
-BASE = {"qwen2_5_vl": (0.5, 0.2224, 0.0), "qwen3_vl": (0.3333, 0.2611, 1.0)}
+# ~0.46, its differences between videos far below the threshold), the Qwen3-VL base everything a
+# success.
+BASE = {"qwen2_5_vl": (0.1667, 0.2225, 0.0), "qwen3_vl": (0.3333, 0.2601, 1.0)}
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
