@@ -84,7 +84,7 @@ def training_tensors(
             pixels = decode(labelled_set, frames)[indices]
             images.append(model_input(pixels, image_size))
             labels += [float(frames.success[i]) for i in indices]
-    return FrameTensors(torch.cat(images), torch.tensor(labels))
+    return FrameTensors(torch.cat(images).contiguous(), torch.tensor(labels))
 
 
 def served_frames(labelled_set: LabelledSet, episodes: Sequence[LabelledEpisode]) -> list[np.ndarray]:

@@ -7,7 +7,8 @@ Each run dir's judged episodes (an episode log: ``rescore`` of the labelled set'
 with the guard on (``action: warn``, the env YAML's threshold, ``min_episodes`` from the option:
 a held-out set holds fewer native failures than a training window) and training on the judge;
 beside each, the same episodes judged by ``always-yes`` and ``always-no``. No Ray, no env, no
-training: the watch is pure logic, fed exactly what ``LiberoEnv`` feeds it. One row per judge:
+training: the watch is pure logic, fed exactly what ``LiberoEnv`` feeds it (the constant judges on
+the first run dir's episodes: give run dirs of the same episodes). One row per judge:
 episodes, the false-positive rate and the success recall (1 - the false-negative rate) at the end,
 and whether the guard tripped (and after how many episodes).
 """
@@ -71,8 +72,9 @@ def replay(
     return Replay(judge, len(records), overall.false_positive_rate, recall, tripped_at)
 
 
-def replays(run_dir: Path, min_episodes: int) -> list[Replay]:
-    """The judge of ``run_dir`` (named by its records' identity) and the constant judges."""
+def replays(run_dir: Path, min_episodes: int, constants: bool = True) -> list[Replay]:
+    """The judge of ``run_dir`` (named by its records' backend) and, with ``constants``, the
+    constant judges of the same episodes."""
     records = [r for log in episode_logs(run_dir) for r in read_episode_log(log) if not r.fallback]
     if not records:
         raise ValueError(f"{run_dir} holds no judged episode to replay.")
@@ -80,7 +82,10 @@ def replays(run_dir: Path, min_episodes: int) -> list[Replay]:
     cfg = watch_config(min_episodes, threshold)
     name = records[0].judge_backend or run_dir.name
     rows = [replay(name, records, [r.vlm_score for r in records], cfg)]
-    rows += [replay(judge, records, [score] * len(records), cfg) for judge, score in CONSTANT_JUDGES.items()]
+    if constants:
+        rows += [
+            replay(judge, records, [score] * len(records), cfg) for judge, score in CONSTANT_JUDGES.items()
+        ]
     return rows
 
 
@@ -111,7 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.getLogger("vlm_reward.watch.judge_watch").setLevel(logging.ERROR)  # the table says it
     try:
-        rows: list[Any] = [row for run in args.runs for row in replays(run, args.min_episodes)]
+        rows: list[Any] = [
+            row
+            for i, run in enumerate(args.runs)
+            for row in replays(run, args.min_episodes, constants=i == 0)
+        ]
     except ValueError as exc:
         parser.error(str(exc))
     print(table(rows))

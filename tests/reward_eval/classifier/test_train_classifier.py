@@ -12,7 +12,7 @@ import pytest
 
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, load_set, write_manifest
 from reward_eval.commands import train_classifier
-from vlm_reward.backends.resnet_checkpoint import CONFIG_FILE, WEIGHTS_FILE, read_config
+from vlm_reward.backends.resnet_checkpoint import WEIGHTS_FILE, read_config
 
 
 def subset(root: Path) -> Path:
@@ -34,23 +34,23 @@ def test_a_few_steps_write_a_checkpoint_the_backend_reads(tmp_path: Path, capsys
     (tmp_path / "data").mkdir()
     data = subset(tmp_path / "data")
     out = tmp_path / "ckpt"
-    argv = [str(data), "--out", str(out), "--image-size", "32", "--epochs", "1", "--batch-size", "16",
-            "--frames-per-episode", "4", "--last-k", "2"]  # fmt: skip
+    argv = [str(data), "--out", str(out), "--image-size", "32", "--epochs", "4", "--batch-size", "16",
+            "--lr", "3e-4", "--frames-per-episode", "4", "--last-k", "2"]  # fmt: skip
     status = train_classifier.main(argv)
-    assert status in (0, train_classifier.EXIT_CLASS_PRIOR)  # a few steps may not leave the prior
     summary = json.loads((out / "finetune.json").read_text())
-    assert (
-        summary["training"]["steps"] >= 1
-        and len(summary["training"]["step_losses"]) == summary["training"]["steps"]
-    )
+    training = summary["training"]
+    assert training["steps"] == len(training["step_losses"]) > 0 and len(training["epoch_losses"]) == 4
     evaluation = summary["evaluation"]
-    assert evaluation["base"]["n"] == evaluation["fine_tuned"]["n"] > 3  # episodes and counterfactuals
-    assert set(evaluation["fine_tuned"]["audit"]) >= {"original", "reversed", "frozen"}
-    if status == 0:
-        config = read_config(out)
-        assert (config.arch, config.image_size, config.last_k) == ("resnet18", 32, 2)
-        assert (out / WEIGHTS_FILE).is_file() and (out / CONFIG_FILE).is_file()
-        assert "held-out examples" in capsys.readouterr().out
+    assert evaluation["base"]["n"] == evaluation["fine_tuned"]["n"] > 6  # episodes and counterfactuals
+    assert set(evaluation["fine_tuned"]["audit"]) >= {"original", "reversed", "frozen", "failure"}
+    assert (out / "finetune" / "report.html").is_file()
+    if status == train_classifier.EXIT_CLASS_PRIOR:  # a few steps may not leave the prior: said so
+        assert summary["outcome"] == "class_prior" and not (out / WEIGHTS_FILE).exists()
+        return
+    assert status == 0 and summary["outcome"] == "done"
+    config = read_config(out)
+    assert (config.arch, config.image_size, config.last_k) == ("resnet18", 32, 2)
+    assert "held-out episodes alone" in capsys.readouterr().out
 
 
 def test_one_class_exits_3_in_one_sentence(tmp_path: Path, capsys) -> None:
