@@ -114,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--min-episodes", type=positive_int, default=10, help="native failures before the guard acts"
     )
     args = parser.parse_args(argv)
-    logging.getLogger("vlm_reward.watch.judge_watch").setLevel(logging.ERROR)  # the table says it
+    watch_log = logging.getLogger("vlm_reward.watch.judge_watch")
+    level = watch_log.level
+    watch_log.setLevel(logging.ERROR)  # the guard's warnings: the table says when it tripped
     try:
         rows: list[Any] = [
             row
@@ -123,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     except ValueError as exc:
         parser.error(str(exc))
+    finally:
+        watch_log.setLevel(level)
     print(table(rows))
     return 0
 

@@ -73,6 +73,8 @@ def test_audit_is_what_a_frame_classifier_sees(rescored: Path) -> None:
     assert rows["frozen"] == rows["reversed"] == 0.0  # both end on the first frame
     assert rows["failure"] <= 0.1
     assert rows["clipped"] <= 0.1  # cut before the goal holds
+    # shuffled: the last frame is a random one of the success's; mostly not its end (19% measured)
+    assert 0.0 < rows["shuffled"] <= 0.35
 
 
 def test_watch_replay_keeps_the_guard_quiet_and_catches_the_constant_judges(rescored: Path) -> None:
