@@ -27,6 +27,8 @@ SCRIPT_FOLDERS = ("benchmarks", "scripts")
 FOLDERS = {
     "vlm_reward/self_test_data": "The self-test's labelled episodes: MP4s and manifest.json "
     "(scripts/make_judge_self_test.py makes them)",
+    "reward_eval/classifier/data": "The shipped labelled frame set: episode MP4s and manifest.json "
+    "(scripts/make_classifier_data.py makes them)",
     "examples/embodiment/config": "Hydra configs of training: {files}",
     "examples/embodiment/config/env": "The env groups, one per LIBERO suite: {files}",
     "examples/embodiment/scripts": "The shell entry points of training and of the judge: {files}",

@@ -1,4 +1,5 @@
-"""``python -m reward_eval COMMAND [options]``: run, rescore, report, audit, compare, finetune.
+"""``python -m reward_eval COMMAND [options]``: run, rescore, report, audit, compare, finetune,
+train-classifier.
 
 Each command is its own module of :mod:`.commands` with its own ``--help``; this only
 dispatches, importing the command's module lazily so ``--help`` does not pay for LIBERO or
@@ -30,6 +31,10 @@ COMMANDS = {
     "finetune": (
         "finetune",
         "fine-tune a Qwen-VL judge on runs' kept videos and counterfactuals, then compare",
+    ),
+    "train-classifier": (
+        "train_classifier",
+        "train RLinf's ResNet success classifier on simulator-labelled frames, then compare",
     ),
 }
 

@@ -12,8 +12,8 @@ EXIT_JUDGE_UNAVAILABLE = 1  # the judge could not be started or reached, or refu
 EXIT_UNREADABLE_RUN = 1  # compare: a run cannot be read
 EXIT_CANNOT_AUDIT = 3  # audit: the run has nothing to audit
 EXIT_FAIL_ABOVE = 4  # audit --fail-above: a false-positive rate above the bound
-EXIT_BAD_DATA = 3  # finetune: the runs cannot make a data set
-EXIT_CLASS_PRIOR = 4  # finetune: training ended at the class prior
+EXIT_BAD_DATA = 3  # finetune, train-classifier: the data cannot train and measure a judge
+EXIT_CLASS_PRIOR = 4  # finetune, train-classifier: training ended at the class prior
 
 _PROG = "reward-eval"
 _JOB_SOURCE = "reward_eval/job/run_dir.py"  # run_command: the judge's errors as status 1
@@ -103,6 +103,27 @@ REGISTRY: tuple[CommandExits, ...] = (
             ),
         ),
         sources=("reward_eval/commands/finetune.py",),
+    ),
+    CommandExits(
+        f"{_PROG} train-classifier",
+        (
+            ExitStatus(EXIT_OK, "done: DIR is a classifier checkpoint (`--backend resnet --model DIR`)"),
+            _bad_options(
+                "DATA is not a labelled frame set, an `--image-size` larger than its frames, an existing "
+                "`--out` without `--overwrite`"
+            ),
+            ExitStatus(
+                EXIT_BAD_DATA,
+                "the set cannot train and measure a classifier (one class only among its training frames, a "
+                "held-out split without both classes)",
+            ),
+            ExitStatus(
+                EXIT_CLASS_PRIOR,
+                "training ended at the class prior (`finetune.json` and the report are written, no "
+                "checkpoint)",
+            ),
+        ),
+        sources=("reward_eval/commands/train_classifier.py",),
     ),
     CommandExits(
         _PROG,

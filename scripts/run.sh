@@ -2,13 +2,31 @@
 # Set up (idempotent) and run the main job: the reward-model evaluation on a small embedded
 # default (2 LIBERO-10 basket tasks x 2 episodes played by the scripted expert, which drops the
 # last object in about half the episodes -- with policy seed 3, the second episode of each task --
-# judged by qwen_vl_hf on the tiny offline checkpoint). Extra arguments go to the job and override these defaults, e.g.
+# judged by qwen_vl_hf on the tiny offline checkpoint), then the same episodes judged again by the
+# ResNet success classifier that set-up trained on simulator labels (rescore --backend resnet),
+# audited, and both judges side by side: one that judges at random, one that separates the
+# successes. Extra arguments go to the first judge's run and override its defaults, e.g.
 # `bash scripts/run.sh --model /path/to/Qwen2.5-VL-7B-Instruct` or `--endpoint URL`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/scripts/setup.sh"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
-exec "${VENV:-$ROOT/.venv}/bin/python" -m reward_eval run \
+PY="${VENV:-$ROOT/.venv}/bin/python"
+OUT="$ROOT/runs/reward_eval/main-$(date +%Y%m%d-%H%M%S)"
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do  # an --out of the caller's names the run dir
+  case "${args[i]}" in
+    --out) OUT="${args[i + 1]}" ;;
+    --out=*) OUT="${args[i]#--out=}" ;;
+  esac
+done
+CLASSIFIER="$("$PY" -c 'from reward_eval.classifier.setup_checkpoint import CHECKPOINT; print(CHECKPOINT)')"
+"$PY" -m reward_eval run --out "$OUT" \
   --tasks 0,1 --episodes-per-task 2 --max-episode-steps 400 \
   --policy expert --policy-kwargs '{"drop": "carry", "drop_prob": 0.5}' --policy-seed 3 "$@"
+echo "[run.sh] the same episodes judged by the classifier set-up trained on simulator labels ($CLASSIFIER)"
+"$PY" -m reward_eval rescore "$OUT" --backend resnet --model "$CLASSIFIER" --out "$OUT/classifier"
+"$PY" -m reward_eval audit "$OUT/classifier" --backend resnet --model "$CLASSIFIER"
+echo "[run.sh] both judges of the same episodes:"
+exec "$PY" -m reward_eval.report.side_by_side "$OUT" "$OUT/classifier"

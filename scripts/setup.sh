@@ -275,11 +275,19 @@ install_project() {
   echo "$want" > "$VENV/.project-stamp"
 }
 
+# The main job's classifier (scripts/run.sh judges its episodes with it beside the tiny VLM): RLinf's
+# ResNet classifier trained once on the shipped labelled set, then reused while its stamp matches
+# (reward_eval/classifier/setup_checkpoint.py; a few minutes the first time, milliseconds after).
+setup_classifier() {
+  (cd "$ROOT" && PYTHONPATH="$ROOT" "$VENV/bin/python" -m reward_eval.classifier.setup_checkpoint)
+}
+
 main() {
   install_apt_packages
   setup_main_venv
   install_project
   setup_vllm_venv
+  setup_classifier
 }
 
 # Sourced (the tests call apt_decision with stand-in apt tools): define, do not run.

@@ -59,11 +59,24 @@ def package_of(module: str) -> str:
     return module if path.name == "__init__.py" else module.rpartition(".")[0]
 
 
+# The rlinf overlay mounts the installed RLinf behind its own few modules: an import of an RLinf
+# module the overlay does not shadow (``rlinf.models...``) is of the installed library, a
+# third-party dependency like torch, not of the product.
+OVERLAY = "rlinf"
+
+
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     """The product module that ``name`` (a dotted module or module attribute) lives in, if any."""
-    while name and name not in modules:
-        name = name.rpartition(".")[0]
-    return name or None
+    found = name
+    while found and found not in modules:
+        found = found.rpartition(".")[0]
+    if found == OVERLAY and name != OVERLAY and name.split(".")[1] not in _overlay_children(modules):
+        return None
+    return found or None
+
+
+def _overlay_children(modules: dict[str, Path]) -> set[str]:
+    return {m.split(".")[1] for m in modules if m.startswith(f"{OVERLAY}.")}
 
 
 def _targets(node: ast.Import | ast.ImportFrom, module: str, modules: dict[str, Path]) -> set[str]:

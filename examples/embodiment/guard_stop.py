@@ -7,7 +7,8 @@ worker leaves RLinf's driver waiting for ever (DESIGN.md, section 10). So the en
 
 - :class:`GuardedEnvWorker` is RLinf's ``EnvWorker`` plus one call,
   :meth:`~GuardedEnvWorker.reward_guard_stops`, which returns its training envs' stop requests;
-- :class:`GuardedRunner` is RLinf's ``EmbodiedRunner`` that, after each training step has logged
+- :class:`GuardedRunner` is RLinf's ``EmbodiedRunner`` (its judge rates pooled,
+  :mod:`examples.embodiment.pooled_rates`) that, after each training step has logged
   its metrics (so the step that tripped the guard is in TensorBoard), asks every env worker,
   and on a request saves the checkpoint RLinf would save at that step (unless it just did:
   ``runner.save_interval``), then raises :class:`RewardGuardStop`;
@@ -25,9 +26,9 @@ import os
 from typing import Any
 
 from rlinf.envs.utils import get_env_attr
-from rlinf.runners.embodied_runner import EmbodiedRunner
 from rlinf.workers.env.env_worker import EnvWorker
 
+from examples.embodiment.pooled_rates import PooledRatesRunner
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 
@@ -65,7 +66,7 @@ class GuardedEnvWorker(EnvWorker):
         return [request for request in requests if request]
 
 
-class GuardedRunner(EmbodiedRunner):
+class GuardedRunner(PooledRatesRunner):
     """RLinf's runner that ends the run after a step whose env asked it to (see the module docstring)."""
 
     _saved_step: int | None = None

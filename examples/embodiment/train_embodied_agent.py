@@ -91,14 +91,15 @@ def env_worker_cls(cfg: DictConfig) -> type:
 
 
 def runner_cls(cfg: DictConfig) -> type:
-    """RLinf's runner, or the one that stops the run when the reward guard asks."""
+    """RLinf's runner with the judge's rates pooled over the env workers, or the one that also
+    stops the run when the reward guard asks."""
     from examples.embodiment.guard_stop import GuardedRunner, stops_on_guard
 
     if stops_on_guard(cfg):
         return GuardedRunner
-    from rlinf.runners.embodied_runner import EmbodiedRunner
+    from examples.embodiment.pooled_rates import PooledRatesRunner
 
-    return EmbodiedRunner
+    return PooledRatesRunner
 
 
 def launch_groups(cfg: DictConfig) -> dict[str, Any]:

@@ -30,13 +30,13 @@ from typing import Any
 from reward_eval.analysis.audit import rows_above
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.exit_statuses import EXIT_CANNOT_AUDIT, EXIT_FAIL_ABOVE, EXIT_JUDGE_UNAVAILABLE
-from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir
+from reward_eval.job.audit_run import audit_episodes, audit_run_dir
 from reward_eval.job.judge_config import judge_settings, rejudge_keys
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
 from reward_eval.job.settings import RunSettings
 from reward_eval.judge.counterfactuals import AuditInputError
 from reward_eval.judge.endpoint import JUDGE_ERRORS, scoring_endpoint
-from reward_eval.report.audit import audit_lines
+from reward_eval.report.audit import AUDIT_DIR, audit_lines
 from vlm_reward.argtypes import positive_int, unit_interval
 from vlm_reward.client.scoring import RewardClient
 from vlm_reward.exit_statuses import EXIT_OK

@@ -31,26 +31,10 @@ from reward_eval.finetune import settings as defaults
 from reward_eval.finetune.dataset import DataError
 from reward_eval.finetune.pipeline import ResumeError
 from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
-from reward_eval.job.options import DEFAULT_LOCAL_BACKEND, positive_float
-from reward_eval.judge.endpoint import JUDGE_ERRORS
+from reward_eval.job.options import NONE, counterfactual_names, positive_float
+from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
 from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
-
-NONE = "none"
-
-
-def counterfactual_names(text: str) -> tuple[str, ...]:
-    """argparse type of ``--counterfactuals``: registered perturbation names, comma-separated, or ``none``."""
-    if text.strip() == NONE:
-        return ()
-    names = tuple(part.strip() for part in text.split(",") if part.strip())
-    unknown = [n for n in names if n not in perturbation_names()]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown perturbation {', '.join(map(repr, unknown)) or repr(text)}; valid: "
-            f"{', '.join(perturbation_names())}, or {NONE}"
-        )
-    return tuple(dict.fromkeys(names))
 
 
 def task_list(text: str) -> tuple[str, ...]:

@@ -25,10 +25,10 @@ from reward_eval.analysis.audit import ORIGINAL, summarize_audit
 from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.analysis.perturbations import FAILURE
-from reward_eval.job.audit_run import AUDIT_DIR, summary_block
+from reward_eval.job.audit_run import summary_block
 from reward_eval.job.run_dir import default_run_dir, finish_report
 from reward_eval.job.settings import RunSettings
-from reward_eval.report.audit import AUDIT_FILE, write_audit_report
+from reward_eval.report.audit import AUDIT_DIR, AUDIT_FILE, write_audit_report
 from vlm_reward.argtypes import unit_interval
 from vlm_reward.client.episode_log import read_episode_log, write_episode_log
 from vlm_reward.exit_statuses import EXIT_OK

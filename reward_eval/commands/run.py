@@ -34,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
-from reward_eval.job.audit_run import AUDIT_DIR, audit_episodes, audit_run_dir, summary_block
+from reward_eval.job.audit_run import audit_episodes, audit_run_dir, summary_block
 from reward_eval.job.env_config import load_env_config
 from reward_eval.job.judge_config import JudgeSettings, job_keys, judge_settings, rejudge_keys
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
@@ -46,6 +46,7 @@ from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
 from reward_eval.judge.counterfactuals import AuditInputError
 from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.policies import make_policy, policy_names
+from reward_eval.report.audit import AUDIT_DIR
 from vlm_reward.argtypes import json_object, positive_int
 from vlm_reward.client.scoring import RewardClient
 

@@ -24,11 +24,9 @@ from reward_eval.analysis.judges import count_judges
 from reward_eval.analysis.perturbations import FAILURE, Source, perturb, perturbation_names
 from reward_eval.job.settings import RunSettings
 from reward_eval.judge.counterfactuals import AuditInputError, decode_frames, judge_episodes
-from reward_eval.report.audit import pair_strip, write_audit_report
+from reward_eval.report.audit import AUDIT_DIR, pair_strip, write_audit_report
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.client.scoring import RewardClient
-
-AUDIT_DIR = "audit"  # where an audit of a run dir goes by default: RUN_DIR/audit
 
 
 def audit_episodes(source: Path) -> list[KeptEpisode]:

@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from reward_eval.analysis.perturbations import perturbation_names
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, served_backend
 from vlm_reward.argtypes import json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.backends import canonical_name
@@ -51,6 +52,23 @@ def prefix_count(text: str) -> int:
             f"must be an integer >= 2 (VOC ranks at least two prefixes of each video), got {value}"
         )
     return value
+
+
+NONE = "none"  # --counterfactuals none: no counterfactual negatives
+
+
+def counterfactual_names(text: str) -> tuple[str, ...]:
+    """argparse type of ``--counterfactuals``: registered perturbation names, comma-separated, or ``none``."""
+    if text.strip() == NONE:
+        return ()
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    unknown = [n for n in names if n not in perturbation_names()]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown perturbation {', '.join(map(repr, unknown)) or repr(text)}; valid: "
+            f"{', '.join(perturbation_names())}, or {NONE}"
+        )
+    return tuple(dict.fromkeys(names))
 
 
 def positive_float(text: str) -> float:

@@ -36,6 +36,7 @@ from reward_eval.report.provenance import RANDOM_MODEL_WARNING
 from reward_eval.report.table import num, pct
 from vlm_reward.frames import evenly_spaced
 
+AUDIT_DIR = "audit"  # where an audit of a run dir goes by default: RUN_DIR/audit
 AUDIT_FILE = "audit.json"
 STRIP_FRAMES = 8  # frames of each row of a filmstrip (evenly subsampled)
 ROW_TEXT = {

@@ -348,12 +348,14 @@ def test_per_task_rates_canaries_and_the_guard_against_a_fooled_judge(
         "vlm_task_false_negative_rate/0": 0.0,
         "vlm_task_false_positive_rate/1": 0.0,
         "vlm_task_false_negative_rate/1": 1.0,
-        "vlm_task_false_positive_rate/2": 0.0,  # the suite's other tasks: the tags exist from the start
+        "vlm_task_native_failures/2": 0.0,  # the suite's other tasks: their counts from the start
         "vlm_guard_tripped": 1.0,
     }
     for key, value in expected.items():
         np.testing.assert_allclose(third["episode"][key].numpy(), [value] * NUM_ENVS, err_msg=key)
-    assert sum(key.startswith("vlm_task_false_positive_rate/") for key in third["episode"]) == 10
+    assert sum(key.startswith("vlm_task_native_failures/") for key in third["episode"]) == 10
+    # ... but a rate only where episodes are behind it: never a 0 for a task that did not run.
+    assert sum(key.startswith("vlm_task_false_positive_rate/") for key in third["episode"]) == 2
 
     # Before the trip, the judge's reward; from the tripping episode on, the native one: no reward
     # for the false positive (the judge's would be 5 at its end step), 5 for the success it missed.

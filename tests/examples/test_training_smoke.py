@@ -287,11 +287,22 @@ def test_tensorboard_has_training_and_env_metrics(native_run: SmokeRun, vlm_run:
     vlm_tags = {t for t in vlm_run.scalars() if t.startswith("env/vlm_")}
     assert {"env/vlm_score", "env/vlm_success", "env/vlm_native_agree", "env/vlm_fallback"} <= vlm_tags
     # The judge's live health (issue 33): of the two native failures, the one scored 0.9 is judged a
-    # success (binary_reward off, threshold 0.5): a false-positive rate of 0.5; every libero_10 task's tag.
-    watch = {"env/vlm_false_positive_rate", "env/vlm_false_negative_rate", "env/vlm_window_native_failures"}
-    watch |= {"env/vlm_canary_false_positive_rate", "env/vlm_canaries", "env/vlm_guard_tripped"}
-    watch |= {f"env/vlm_task_false_positive_rate/{task}" for task in range(10)}
+    # success (binary_reward off, threshold 0.5): a false-positive rate of 0.5, pooled from its counts;
+    # every libero_10 task's counts, but a rate only where episodes are behind it (issue 38): no native
+    # success, so no false-negative rate; the one task that ran has a false-positive rate, no other.
+    watch = {"env/vlm_false_positive_rate", "env/vlm_false_positives", "env/vlm_window_native_failures"}
+    watch |= {"env/vlm_window_native_successes", "env/vlm_canaries", "env/vlm_guard_tripped"}
+    watch |= {f"env/vlm_task_native_failures/{task}" for task in range(10)}
     assert watch <= vlm_tags
+    assert not {"env/vlm_false_negative_rate", "env/vlm_canary_false_positive_rate"} & vlm_tags
+    scalars = vlm_run.scalars()
+    ran = {
+        t.rsplit("/", 1)[1]
+        for t in vlm_tags
+        if t.startswith("env/vlm_task_native_failures/") and scalars[t][0]
+    }
+    rated = {t.rsplit("/", 1)[1] for t in vlm_tags if t.startswith("env/vlm_task_false_positive_rate/")}
+    assert rated == ran and len(ran) == 1
     assert vlm_run.scalars()["env/vlm_false_positive_rate"] == {0: 0.5}
     assert vlm_run.scalars()["env/vlm_window_native_failures"] == {0: 2.0}
     assert not [t for t in native_run.scalars() if t.startswith("env/vlm_")]

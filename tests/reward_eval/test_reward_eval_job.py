@@ -228,8 +228,8 @@ def test_out_of_range_task_is_rejected_before_any_rollout(tmp_path: Path, capsys
 def test_the_entry_point_lists_the_commands(argv: list[str], status: int, message: str, capsys) -> None:
     assert cli.main(argv) == status
     out, err = capsys.readouterr()
-    assert "{run,rescore,report,audit,compare,finetune}" in out + err
-    listed = "valid commands: run, rescore, report, audit, compare, finetune." in err
+    assert "{run,rescore,report,audit,compare,finetune,train-classifier}" in out + err
+    listed = "valid commands: run, rescore, report, audit, compare, finetune, train-classifier." in err
     assert (message in err) and (listed is (status == 2))
 
 

@@ -24,7 +24,7 @@ from vlm_reward.backends.base import (
 
 # isort: split
 # Built-ins register on import, after the names above that they use.
-from vlm_reward.backends import openai_compatible, primo_r1_vllm, qwen_vl_hf, qwen_vl_vllm  # noqa: F401
+from vlm_reward.backends import openai_compatible, primo_r1_vllm, qwen_vl_hf, qwen_vl_vllm, resnet  # noqa: F401
 
 __all__ = [
     "JobCancelledError",

@@ -127,6 +127,12 @@ class RewardBackend(abc.ABC):
         sentence for one this backend cannot load (a missing local path, an unsupported
         architecture). Cheap: no weights, no network."""
 
+    def describe_model(self, display_name: str) -> str:
+        """The model as every response (the judge identity) names it; ``display_name`` is the
+        ``--model`` without its host path. A backend whose verdict also depends on a setting the
+        prompt does not carry (a classifier's aggregate) names it here."""
+        return display_name
+
     def prompt_spec(self, score_mode: str, backend_kwargs: Mapping[str, Any]) -> PromptSpec | None:
         """The prompt a job in ``score_mode`` with ``backend_kwargs`` is asked with (``None``
         without :attr:`prompts`). ``ValueError``/``TypeError`` for overrides no prompt can take

@@ -68,7 +68,7 @@ class BackendSlot:
     def __init__(self, name: str, backend: Any, config: ServerConfig) -> None:
         self.name = name
         self.backend = backend
-        self.model = model_display_name(config.model)
+        self.model = backend.describe_model(model_display_name(config.model))
         self.state = "loading"
         self.error: str | None = None
         self.runner: JobRunner[ScoreJob, str] | None = None

@@ -180,9 +180,10 @@ class JudgeWatch:
         return self.guard is not None and self.guard.distrusts_judge
 
     def metrics(self) -> dict[str, float]:
-        """The values for ``infos["episode"]``: :data:`WATCH_METRIC_KEYS`, then the per-task rates."""
+        """The values for ``infos["episode"]``: :data:`WATCH_METRIC_KEYS` (but a rate with no
+        episodes behind it, which is absent), then the per-task counts and rates."""
         per_task = self.health.metrics()
-        overall = {key: per_task.pop(key) for key in HEALTH_METRIC_KEYS}
+        overall = {key: per_task.pop(key) for key in HEALTH_METRIC_KEYS if key in per_task}
         tripped = float(self.guard is not None and self.guard.tripped)
         return {**overall, GUARD_TRIPPED: tripped, **per_task}
 

@@ -113,11 +113,13 @@ def test_reconfiguring_keeps_what_did_not_change() -> None:
 
 
 def test_metrics_keys() -> None:
+    """Before any episode: every count (zeros), no rate (none has an episode behind it)."""
     keys = list(watch().metrics())
-    assert keys[: len(WATCH_METRIC_KEYS)] == list(WATCH_METRIC_KEYS)
-    assert keys[len(WATCH_METRIC_KEYS) :] == [
-        "vlm_task_false_positive_rate/0",
-        "vlm_task_false_negative_rate/0",
-        "vlm_task_false_positive_rate/1",
-        "vlm_task_false_negative_rate/1",
+    rates = {"vlm_false_positive_rate", "vlm_false_negative_rate", "vlm_canary_false_positive_rate"}
+    overall = [key for key in WATCH_METRIC_KEYS if key not in rates]
+    assert keys[: len(overall)] == overall
+    assert keys[len(overall) :] == [
+        f"vlm_task_{count}/{task}"
+        for task in (0, 1)
+        for count in ("false_positives", "native_failures", "false_negatives", "native_successes")
     ]

@@ -1,0 +1,72 @@
+"""The main job's classifier: trained once on the shipped set by set-up, then reused.
+
+    .venv/bin/python -m reward_eval.classifier.setup_checkpoint
+
+``scripts/setup.sh`` runs this after the venvs; ``scripts/run.sh`` and the tests use
+:data:`CHECKPOINT`. Like the venvs it carries a stamp (:data:`STAMP_FILE`: a hash of the shipped
+set's manifest and of the code a trained classifier depends on): when the stamp matches, nothing
+is done in milliseconds; otherwise ``reward-eval train-classifier`` trains it with its defaults
+(``--overwrite``). ``SETUP_FORCE=1`` retrains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
+from reward_eval.job.paths import REPO
+
+CHECKPOINT = REPO / "runs" / "classifier" / "libero_basket_resnet"
+STAMP_FILE = ".setup-stamp"
+TRAIN_TIMEOUT_S = 1800  # about a minute quiet, five under load: a hung training still ends set-up
+PACKAGE = Path(__file__).resolve().parent
+# What a trained classifier depends on: the data, how frames are read, trained and saved.
+SOURCES = (
+    DEFAULT_DATA_DIR / MANIFEST,
+    PACKAGE / "frame_data.py",
+    PACKAGE / "training.py",
+    REPO / "reward_eval" / "commands" / "train_classifier.py",
+    REPO / "vlm_reward" / "backends" / "resnet_checkpoint.py",
+)
+
+
+def stamp() -> str:
+    """The hash of :data:`SOURCES`: a checkpoint trained with another one is stale."""
+    digest = hashlib.sha256()
+    for path in SOURCES:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def up_to_date(checkpoint: Path = CHECKPOINT) -> bool:
+    """Whether ``checkpoint`` was trained from the current sources (and ``SETUP_FORCE`` is unset)."""
+    path = checkpoint / STAMP_FILE
+    return not os.environ.get("SETUP_FORCE") and path.is_file() and path.read_text().strip() == stamp()
+
+
+def ensure(checkpoint: Path = CHECKPOINT) -> int:
+    """Train ``checkpoint`` unless it is up to date; the command's exit status (0 when it was).
+
+    The training is the ``reward-eval train-classifier`` command itself, run as a user runs it
+    (a child process, so set-up shows its progress bar and its one-sentence errors)."""
+    if up_to_date(checkpoint):
+        print(f"[setup] classifier up to date ({checkpoint})", file=sys.stderr)
+        return 0
+    print(f"[setup] training the main job's classifier into {checkpoint}", file=sys.stderr)
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "reward_eval", "train-classifier", str(DEFAULT_DATA_DIR)]
+    command += ["--out", str(checkpoint), "--overwrite"]
+    status = subprocess.run(command, timeout=TRAIN_TIMEOUT_S, check=False).returncode
+    if status == 0:
+        (checkpoint / STAMP_FILE).write_text(stamp() + "\n")
+        print(f"[setup] classifier trained in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(ensure())

@@ -1,0 +1,293 @@
+"""Train RLinf's ResNet success classifier on a labelled frame set, then measure it before/after.
+
+``python -m reward_eval train-classifier [DATA] --out DIR`` (see ``--help``): the set's training
+frames, each with its simulator label (:mod:`..classifier.frame_data`), train RLinf's
+``ResNetRewardModel`` built through its own config (:mod:`vlm_reward.backends.resnet_checkpoint`,
+``pretrained: False`` unless ``--pretrained``) with RLinf's loss (:mod:`..classifier.training`);
+DIR is then a checkpoint the ``resnet`` backend serves (``--backend resnet --model DIR``). The
+untrained and the trained classifier are measured on the set's held-out episodes and the
+counterfactuals of their successes (:mod:`..classifier.held_out`), side by side in the terminal,
+in ``DIR/finetune.json`` and ``DIR/finetune/report.html``, as ``reward-eval finetune`` reports.
+
+Exit status: 0 done; 2 bad options (DATA is not a labelled frame set, an ``--image-size`` larger
+than its frames, an existing DIR without ``--overwrite``); 3 the set cannot train and measure a
+classifier (one class only among its training frames, a held-out split without both classes); 4
+training ended at the class prior (the same probability for every frame; nothing is written to
+DIR but ``finetune.json`` and the report, which say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from reward_eval.analysis.perturbations import perturbation_names
+from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, LabelledSet, load_set
+from reward_eval.exit_statuses import EXIT_BAD_DATA, EXIT_CLASS_PRIOR
+from reward_eval.finetune.report import write_report, write_summary
+from reward_eval.job.options import counterfactual_names
+from vlm_reward.argtypes import float_at_least, non_negative_int, positive_int, unit_interval
+from vlm_reward.backends.resnet_checkpoint import ARCHS, ClassifierConfig
+from vlm_reward.exit_statuses import EXIT_OK
+from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
+
+EPISODE_SOURCES = ("original", "failure")  # the held-out episodes themselves, not counterfactuals
+# Chosen by measurement on this 2-core CPU (benchmarks/README.md, benchmark 12): ResNet-18 at 64 px
+# takes 4.5 ms a frame per training step (96 px 8.4, 128 px 14.7), so six epochs of every labelled
+# frame of the shipped set's training episodes (1,994) take about a minute on a quiet machine, and
+# already separate every held-out success from every held-out failure.
+DEFAULT_ARCH = "resnet18"
+DEFAULT_IMAGE_SIZE = 64
+DEFAULT_FRAMES_PER_EPISODE = 16
+DEFAULT_EPOCHS = 6
+DEFAULT_LAST_K = 1
+
+
+class DataError(ValueError):
+    """The set cannot train and measure a classifier (exit status 3)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``train-classifier`` command line."""
+    p = argparse.ArgumentParser(
+        prog="python -m reward_eval train-classifier",
+        description="Train RLinf's ResNet success classifier on simulator-labelled frames and compare it "
+        "with its untrained self on held-out episodes. Exit status: 0 done, 2 bad options, 3 unusable "
+        "data, 4 ended at the class prior.",
+    )
+    p.add_argument(
+        "data", nargs="?", type=Path, default=DEFAULT_DATA_DIR, help="labelled frame set (default: shipped)"
+    )
+    p.add_argument("--out", type=Path, required=True, help="the checkpoint directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    m = p.add_argument_group("classifier (RLinf's ResNetRewardModel config)")
+    m.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH)
+    m.add_argument("--image-size", type=positive_int, default=DEFAULT_IMAGE_SIZE, help="input px (square)")
+    m.add_argument("--hidden-dim", type=positive_int, help="an MLP head of this width (default: linear)")
+    m.add_argument("--dropout", type=unit_interval, default=0.1)
+    m.add_argument("--pretrained", action="store_true", help="start from ImageNet weights (downloads them)")
+    m.add_argument(
+        "--last-k", type=positive_int, default=DEFAULT_LAST_K, help="frames the episode score averages"
+    )
+    t = p.add_argument_group("training")
+    t.add_argument(
+        "--frames-per-episode",
+        type=positive_int,
+        default=DEFAULT_FRAMES_PER_EPISODE,
+        help="last served frames of each episode that train (after-success frames always do)",
+    )
+    t.add_argument("--epochs", type=positive_int, default=DEFAULT_EPOCHS)
+    t.add_argument("--batch-size", type=positive_int, default=64)
+    t.add_argument("--lr", type=float_at_least(0, strict=True), default=1e-3)
+    t.add_argument("--weight-decay", type=float_at_least(0), default=1e-4)
+    t.add_argument("--shift", type=non_negative_int, default=4, help="random translation in px")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    e = p.add_argument_group("before/after evaluation")
+    e.add_argument(
+        "--counterfactuals",
+        type=counterfactual_names,
+        default=perturbation_names(),
+        help=f"audit rows made of each held-out success (default: {','.join(perturbation_names())})",
+    )
+    e.add_argument(
+        "--threshold", type=unit_interval, default=DEFAULT_SUCCESS_THRESHOLD, help="success threshold"
+    )
+    return p
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse and check the options, the set included (exit 2 with one sentence)."""
+    from reward_eval.classifier.frame_data import frame_size
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.labelled_set = load_set(args.data)
+        size = frame_size(args.labelled_set)
+    except ValueError as exc:
+        parser.error(str(exc))
+    if args.image_size > size:
+        parser.error(
+            f"--image-size {args.image_size} is larger than the set's {size} px frames; use at most {size}."
+        )
+    args.out = args.out.resolve()
+    if args.out.exists() and any(args.out.iterdir()) and not args.overwrite:
+        parser.error(f"--out {args.out} exists; pass --overwrite to replace it.")
+    return args
+
+
+def classifier_config(args: argparse.Namespace) -> ClassifierConfig:
+    return ClassifierConfig(
+        arch=args.arch,
+        image_size=args.image_size,
+        hidden_dim=args.hidden_dim,
+        dropout=args.dropout,
+        last_k=args.last_k,
+    )
+
+
+def data_block(labelled_set: LabelledSet, data: Any) -> dict[str, Any]:
+    """The summary's data block, in the fine-tune's shape."""
+    held = labelled_set.split("held_out")
+    train = labelled_set.split("train")
+    return {
+        "examples": len(data),
+        "episodes": len(labelled_set.episodes),
+        "by_class": {
+            "train/success frames": data.positives,
+            "train/failure frames": len(data) - data.positives,
+        },
+        "by_source": {
+            "train episodes": len(train),
+            "held-out episodes": len(held),
+            "held-out successes": sum(e.native_success for e in held),
+        },
+        "groups": {"held_out": [f"task {t} trial {s}" for t, s in sorted({e.state for e in held})]},
+    }
+
+
+def load_data(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    """The training frames and the held-out cases; ``DataError`` when they cannot train and measure."""
+    from reward_eval.classifier import frame_data, held_out
+
+    labelled = args.labelled_set
+    train = labelled.split("train")
+    data = frame_data.training_tensors(labelled, train, args.image_size, args.frames_per_episode)
+    if data.positives in (0, len(data)):
+        raise DataError(
+            f"the training frames of {labelled.root} hold one class only "
+            f"({data.positives} successes of {len(data)} frames)."
+        )
+    held = labelled.split("held_out")
+    if len({e.native_success for e in held}) < 2:
+        raise DataError(f"the held-out episodes of {labelled.root} need both successes and failures.")
+    cases = held_out.examples(held, frame_data.served_frames(labelled, held), args.counterfactuals, args.seed)
+    return data, cases
+
+
+def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """Build, measure, train and measure again; the model and the summary (``finetune.json``)."""
+    import torch
+
+    from reward_eval.classifier import held_out
+    from reward_eval.classifier.training import Schedule, probabilities, train
+    from reward_eval.finetune.readout import at_class_prior
+    from vlm_reward.backends.resnet_checkpoint import build_model
+
+    if args.device == "cpu":
+        from vlm_reward.backends.hf_generation import limit_cpu_threads
+
+        limit_cpu_threads(torch)  # torch's default counts the host's cores, not the ones granted
+    start = time.perf_counter()
+    data, cases = load_data(args)
+    loading = round(time.perf_counter() - start, 1)
+    config = classifier_config(args)
+    torch.manual_seed(args.seed)
+    model = build_model(config, pretrained=args.pretrained).to(args.device)
+    data.images = data.images.to(args.device)
+    before = held_out.judge(model, config, cases)
+    schedule = Schedule(args.epochs, args.batch_size, args.lr, args.weight_decay, args.shift, args.seed)
+    state = train(model, data, schedule)
+    after = held_out.judge(model, config, cases)
+    floor = math.log(2)  # balanced draws: the best constant classifier's loss
+    training = {**asdict(state), "steps": state.step, "prior_floor": floor, "loading_seconds": loading}
+    summary = {
+        "outcome": "done",
+        "message": "",
+        "out": str(args.out),
+        "runs": [str(args.labelled_set.root)],
+        "data": data_block(args.labelled_set, data),
+        "hyper_parameters": hyper_parameters(args, config, schedule),
+        "training": training,
+        "evaluation": evaluation(args, before, after),
+    }
+    prior = at_class_prior(state.epoch_losses[-1], floor, probabilities(model, data.images))
+    if prior:
+        summary.update(outcome="class_prior", message=prior)
+    return model, summary
+
+
+def hyper_parameters(args: argparse.Namespace, config: ClassifierConfig, schedule: Any) -> dict[str, Any]:
+    """The summary's hyper-parameters: the classifier's config, the schedule, the data options."""
+    extra = {
+        "frames_per_episode": args.frames_per_episode,
+        "pretrained": args.pretrained,
+        "device": args.device,
+    }
+    return {**asdict(config), **asdict(schedule), **extra}
+
+
+def evaluation(args: argparse.Namespace, before: list[Any], after: list[Any]) -> dict[str, Any]:
+    """The summary's evaluation block in the fine-tune's shape: untrained (``base``) and trained."""
+    from reward_eval.analysis.calibration import calibration
+    from reward_eval.finetune.metrics import judge_block
+
+    def episodes_auroc(judged: list[Any]) -> float | None:
+        episodes = [j for j in judged if j["source"] in EPISODE_SOURCES]
+        return calibration([j["score"] for j in episodes], [j["label"] for j in episodes])["auroc"]
+
+    return {
+        "threshold": args.threshold,
+        "base": judge_block(before, args.counterfactuals, args.threshold),
+        "fine_tuned": judge_block(after, args.counterfactuals, args.threshold),
+        "episodes_auroc": {"base": episodes_auroc(before), "fine_tuned": episodes_auroc(after)},
+        "judged": {"base": before, "fine_tuned": after},
+    }
+
+
+def save(args: argparse.Namespace, model: Any, summary: dict[str, Any]) -> None:
+    """The checkpoint (config with what it was trained on, weights) into ``--out``."""
+    from vlm_reward.backends.resnet_checkpoint import write_checkpoint
+
+    held = summary["data"]["groups"]["held_out"]
+    extra = {"data": str(args.labelled_set.root), "held_out": held, "seed": args.seed}
+    write_checkpoint(args.out, classifier_config(args), model.cpu().state_dict(), extra)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """CLI entry point; returns the exit status (see the module docstring)."""
+    from reward_eval.finetune.report import terminal_table
+    from reward_eval.report.table import num
+
+    args = parse_args(argv)
+    if args.overwrite and args.out.exists():
+        shutil.rmtree(args.out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        model, summary = train_and_measure(args)
+    except DataError as exc:
+        print(f"[reward-eval] cannot train a classifier: {exc}", file=sys.stderr)
+        return EXIT_BAD_DATA
+    summary["serve_command"] = (
+        f"python -m vlm_reward.libero_reward_server --backend resnet --model {args.out}"
+    )
+    if summary["outcome"] == "done":
+        save(args, model, summary)
+    write_summary(args.out, summary)
+    page = write_report(args.out, summary)
+    if summary["outcome"] != "done":
+        print(
+            f"[reward-eval] training failed: {summary['message']}; no classifier written (report: {page}).",
+            file=sys.stderr,
+        )
+        return EXIT_CLASS_PRIOR
+    print(terminal_table(summary["evaluation"]))
+    aurocs = summary["evaluation"]["episodes_auroc"]
+    base, trained = num(aurocs["base"]), num(aurocs["fine_tuned"])
+    print(f"held-out episodes alone (no counterfactual): AUROC {base} untrained, {trained} trained")
+    seconds = summary["training"]["seconds"]
+    print(f"[reward-eval] classifier: {args.out} (trained in {seconds:.0f} s; report: {page})")
+    print(f"[reward-eval] serve it: {summary['serve_command']}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

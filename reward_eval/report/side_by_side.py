@@ -1,0 +1,96 @@
+"""Two or more judges of the same episodes, one row each: what the main job prints last.
+
+    python -m reward_eval.report.side_by_side RUN_DIR RUN_DIR [...]
+
+Each run dir is a ``run`` or a ``rescore`` of the same episodes (its ``summary.json``), audited
+(``RUN_DIR/audit/audit.json``: ``run`` audits its own, ``audit`` writes one). A row: the judge
+(its identity, from the records), the episodes, the judge's success rate, its agreement with the
+simulator, AUROC, the verdict on the episodes (does every native success score above every
+native failure?) and the audit's judged-success rate per row (``original``: the successes,
+every other row: episodes that must be judged failures).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reward_eval.analysis.judges import judge_text
+from reward_eval.report.audit import AUDIT_DIR, AUDIT_FILE
+from reward_eval.report.table import num, pct
+from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, read_episode_log
+
+SUMMARY_FILE = "summary.json"
+
+
+def separates(run_dir: Path) -> bool | None:
+    """Whether every judged native success scored above every judged native failure (``None``
+    without both)."""
+    records = [r for log in sorted(run_dir.glob(EPISODE_LOG_GLOB)) for r in read_episode_log(log)]
+    judged = [r for r in records if not r.fallback]
+    successes = [r.vlm_score for r in judged if r.native_success]
+    failures = [r.vlm_score for r in judged if not r.native_success]
+    if not successes or not failures:
+        return None
+    return min(successes) > max(failures)
+
+
+def audit_of(run_dir: Path) -> Mapping[str, Any] | None:
+    """The run dir's audit summary, or ``None`` when it was not audited."""
+    path = run_dir / AUDIT_DIR / AUDIT_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def verdict(split: bool | None) -> str:
+    return {True: "separates", False: "does not separate", None: "n/a (one class)"}[split]
+
+
+def row(run_dir: Path) -> dict[str, str]:
+    """One judge's cells."""
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    overall = summary["overall"]
+    audit = audit_of(run_dir)
+    rows = {} if audit is None or audit.get("skipped") else audit["rows"]
+    cells = {
+        "judge": judge_text(summary.get("judges", [])),
+        "n": str(overall["n_episodes"]),
+        "VLM SR": pct(overall["vlm_success_rate"]),
+        "agree": pct(overall["agreement"]),
+        "AUROC": num(overall["auroc"]),
+        "successes vs failures": verdict(separates(run_dir)),
+    }
+    cells.update({name: pct(block["positive_rate"]) for name, block in rows.items()})
+    return cells
+
+
+def table(run_dirs: Sequence[Path]) -> str:
+    """The aligned table, one row per run dir, columns in first-seen order."""
+    rows = [row(run_dir) for run_dir in run_dirs]
+    header = list(dict.fromkeys(key for r in rows for key in r))
+    cells = [header, *([r.get(key, "-") for key in header] for r in rows)]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in cells]
+    note = "audit columns: the share judged a success (original: native successes; the rest must be failures)"
+    return "\n".join([note, *lines])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table; exit 2 with one sentence when a run dir has no summary."""
+    run_dirs = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
+    missing = [str(d) for d in run_dirs if not (d / SUMMARY_FILE).is_file()]
+    if len(run_dirs) < 2 or missing:
+        problem = f"{', '.join(missing)} holds no {SUMMARY_FILE}" if missing else "give two run dirs or more"
+        print(
+            f"usage: python -m reward_eval.report.side_by_side RUN_DIR RUN_DIR [...]: {problem}.",
+            file=sys.stderr,
+        )
+        return 2
+    print(table(run_dirs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""Make the classifier's labelled frame set (``reward_eval/classifier/data``) from the simulator.
+
+    nice -n 10 timeout 3600 .venv/bin/python scripts/make_classifier_data.py [--out DIR]
+
+One episode per initial state of libero_10 tasks 0, 1 and 7 (50 each), the policy chosen by the
+trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert dropping its
+last object at each phase (near misses: one object in the basket, the other not), the expert
+with action noise 0.2 (mostly failures), and the random policy (other policies' failures). Each
+episode is played without cameras and only its kept frames are rendered
+(:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the env's client would send a
+judge, and for a success six more over the 48 steps after it. Every frame is labelled by the
+simulator (:mod:`reward_eval.classifier.labelled_set`) and goes through one path (render at
+``--camera`` px, MP4 encode, later decode), so a classifier cannot tell the classes by the codec.
+
+The split is drawn here, by initial state, and written into the manifest: the main job's and
+the self-test's initial states are always held out. Reproducible from ``--seed``: every
+episode's policy seed is a function of it, its task and its trial. An interrupted run resumes:
+the episodes already in ``DIR/episodes.jsonl`` are not played again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from reward_eval.classifier.labelled_set import (  # noqa: E402
+    DEFAULT_DATA_DIR,
+    LabelledEpisode,
+    LabelledFrames,
+    choose_held_out,
+    write_manifest,
+)
+from reward_eval.classifier.simulation import LabelledScene, Trajectory  # noqa: E402
+from vlm_reward.frames import evenly_spaced  # noqa: E402
+from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS  # noqa: E402
+from vlm_reward.video_io import encode_mp4  # noqa: E402
+
+SUITE = "libero_10"
+TASKS = (0, 1, 7)  # the basket tasks the scripted expert solves
+TRIALS = 50
+MAX_STEPS = 400  # scripts/run.sh's --max-episode-steps
+AFTER_STEPS, AFTER_EVERY = 48, 8  # frames of a success's goal holding: 6, one per 8 steps
+HOLDOUT_FRACTION = 0.25
+PROGRESS = "episodes.jsonl"
+# (name, policy, policy kwargs): trial t of task k plays VARIANTS[(t + k) % len(VARIANTS)].
+VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
+    ("drop_carry", "expert", {"drop": "carry"}),
+    ("drop_lift", "expert", {"drop": "lift"}),
+    ("drop_close", "expert", {"drop": "close"}),
+    ("noise", "expert", {"action_noise": 0.2}),
+    ("random", "random", {}),
+)
+
+
+def variant_of(task: int, trial: int) -> tuple[str, str, dict[str, Any]]:
+    """The policy an initial state is played with (see :data:`VARIANTS`)."""
+    return VARIANTS[(trial + task) % len(VARIANTS)]
+
+
+def episode_seed(seed: int, task: int, trial: int) -> int:
+    """The policy seed of one episode, from the set's seed, its task and its trial only."""
+    return int(np.random.SeedSequence([seed, task, trial]).generate_state(1)[0])
+
+
+def labelled(
+    scene: LabelledScene, trajectory: Trajectory, steps: Sequence[int], path: Path
+) -> LabelledFrames:
+    """Render ``steps`` of ``trajectory``, encode them to ``path``, and label them."""
+    frames = np.stack([scene.render(trajectory.states[s]) for s in steps])
+    encode_mp4(frames, path, fps=DEFAULT_VIDEO_FPS)
+    return LabelledFrames(
+        path.name,
+        tuple(steps),
+        tuple(trajectory.success[s] for s in steps),
+        tuple(trajectory.goal_fraction[s] for s in steps),
+    )
+
+
+def make_episode(
+    scene: LabelledScene, task: int, trial: int, seed: int, out: Path, split: str
+) -> LabelledEpisode:
+    """Play, render, encode and label one episode into ``out``."""
+    name, policy, kwargs = variant_of(task, trial)
+    episode_seed_ = episode_seed(seed, task, trial)
+    trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, AFTER_STEPS)
+    stem = f"t{task}_s{trial:02d}_{name}"
+    served = labelled(
+        scene, trajectory, evenly_spaced(trajectory.end + 1, DEFAULT_NFRAMES), out / f"{stem}.mp4"
+    )
+    after_steps = list(range(trajectory.end + AFTER_EVERY, len(trajectory.states), AFTER_EVERY))
+    after = labelled(scene, trajectory, after_steps, out / f"{stem}_after.mp4") if after_steps else None
+    return LabelledEpisode(
+        task, scene.language, trial, policy, kwargs, episode_seed_, trajectory.native_success,
+        trajectory.end, split, served, after,
+    )  # fmt: skip
+
+
+def settings(args: argparse.Namespace) -> dict[str, Any]:
+    """What the set was made with (the manifest's ``settings``)."""
+    return {
+        "suite": SUITE,
+        "tasks": list(args.tasks),
+        "trials": args.trials,
+        "camera": args.camera,
+        "seed": args.seed,
+        "max_steps": MAX_STEPS,
+        "nframes": DEFAULT_NFRAMES,
+        "after": [AFTER_STEPS, AFTER_EVERY],
+        "holdout_fraction": HOLDOUT_FRACTION,
+        "variants": [list(v) for v in VARIANTS],
+        "note": "Regenerate with scripts/make_classifier_data.py.",
+    }
+
+
+def resumed(progress: Path) -> dict[tuple[int, int], LabelledEpisode]:
+    """The episodes an earlier, interrupted run already made."""
+    if not progress.is_file():
+        return {}
+    episodes = [LabelledEpisode.from_json(json.loads(line)) for line in progress.read_text().splitlines()]
+    return {e.state: e for e in episodes}
+
+
+def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
+    """Every episode of the set, task by task (one simulator process), resuming from ``PROGRESS``."""
+    states = [(task, trial) for task in args.tasks for trial in range(args.trials)]
+    held = choose_held_out(states, HOLDOUT_FRACTION, args.seed)
+    progress = args.out / PROGRESS
+    done = resumed(progress)
+    start = time.perf_counter()
+    for task in args.tasks:
+        todo = [trial for trial in range(args.trials) if (task, trial) not in done]
+        if not todo:
+            continue
+        scene = LabelledScene(SUITE, task, args.camera)
+        for trial in todo:
+            split = "held_out" if (task, trial) in held else "train"
+            episode = make_episode(scene, task, trial, args.seed, args.out, split)
+            done[episode.state] = episode
+            with progress.open("a") as f:
+                f.write(json.dumps(episode.to_json()) + "\n")
+            wins = sum(e.native_success for e in done.values())
+            print(
+                f"[{time.perf_counter() - start:6.0f} s] {len(done)}/{len(states)} episodes, {wins} successes"
+            )
+        scene.close()
+    return [done[state] for state in states]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_DATA_DIR, help="the set's directory")
+    parser.add_argument("--tasks", type=lambda s: [int(t) for t in s.split(",")], default=list(TASKS))
+    parser.add_argument("--trials", type=int, default=TRIALS, help="initial states 0..N-1 of each task")
+    parser.add_argument(
+        "--camera", type=int, default=128, help="render size in px (the env's camera_heights)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the split and every policy")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    episodes = make_set(args)
+    write_manifest(args.out, episodes, settings(args))
+    (args.out / PROGRESS).unlink()
+    size = sum(p.stat().st_size for p in args.out.iterdir())
+    frames = sum(len(f.steps) for e in episodes for f in e.frame_sets())
+    print(
+        f"{len(episodes)} episodes ({sum(e.native_success for e in episodes)} successes), {frames} frames, "
+        f"{size / 1e6:.1f} MB in {args.out}, {time.perf_counter() - start:.0f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""The labelled frame set: its manifest, its split by initial state, the states never trained on."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from reward_eval.classifier.labelled_set import (
+    DEFAULT_DATA_DIR,
+    RESERVED_STATES,
+    LabelledEpisode,
+    LabelledFrames,
+    check_split,
+    choose_held_out,
+    load_set,
+    write_manifest,
+)
+from tests.support.server import REPO
+
+
+def episode(task: int, trial: int, split: str, video: str = "v.mp4") -> LabelledEpisode:
+    frames = LabelledFrames(video, (0, 5), (False, True), (0.0, 1.0))
+    return LabelledEpisode(task, "put it there", trial, "expert", {}, 1, True, 5, split, frames)
+
+
+def run_sh_states() -> set[tuple[int, int]]:
+    """The (task, trial) pairs scripts/run.sh plays: trials 0..N-1 of its --tasks."""
+    text = (REPO / "scripts" / "run.sh").read_text()
+    tasks = re.search(r"--tasks ([\d,]+)", text).group(1)
+    count = int(re.search(r"--episodes-per-task (\d+)", text).group(1))
+    return {(int(t), k) for t in tasks.split(",") for k in range(count)}
+
+
+def self_test_states() -> set[tuple[int, int]]:
+    """The (task, trial) pairs of the shipped self-test set (scripts/make_judge_self_test.py)."""
+    text = (REPO / "scripts" / "make_judge_self_test.py").read_text()
+    tasks = re.search(r'TASKS = "([\d,]+)"', text).group(1)
+    count = int(re.search(r"EPISODES_PER_TASK = (\d+)", text).group(1))
+    return {(int(t), k) for t in tasks.split(",") for k in range(count)}
+
+
+@pytest.mark.parametrize("source", [run_sh_states, self_test_states], ids=["run.sh", "self-test"])
+def test_reserved_states_cover_the_main_job_and_the_self_test(source) -> None:
+    assert source() <= RESERVED_STATES
+
+
+@pytest.mark.parametrize(
+    ("episodes", "problem"),
+    [
+        ([episode(0, 5, "train"), episode(0, 5, "held_out")], "both trained on and held out"),
+        ([episode(1, 2, "train")], "reserved initial states"),
+    ],
+    ids=["state-on-both-sides", "reserved-trained"],
+)
+def test_check_split_refuses(episodes, problem) -> None:
+    with pytest.raises(ValueError, match=problem):
+        check_split(episodes)
+
+
+def test_held_out_holds_every_reserved_state_and_a_share_of_each_task() -> None:
+    states = [(task, trial) for task in (0, 1, 7) for trial in range(50)]
+    held = choose_held_out(states, 0.25, seed=0)
+    assert held >= RESERVED_STATES
+    for task in (0, 1, 7):
+        others = [s for s in held if s[0] == task and s not in RESERVED_STATES]
+        reserved = sum(1 for s in RESERVED_STATES if s[0] == task)
+        assert len(others) == int((50 - reserved) * 0.25 + 0.5)  # rounded half up
+    assert held == choose_held_out(states, 0.25, seed=0) != choose_held_out(states, 0.25, seed=1)
+
+
+def test_manifest_round_trip(tmp_path: Path) -> None:
+    episodes = [episode(0, 5, "train", "a.mp4"), episode(7, 1, "held_out", "b.mp4")]
+    for e in episodes:
+        (tmp_path / e.served.video).write_bytes(b"")
+    write_manifest(tmp_path, episodes, {"suite": "libero_10"})
+    loaded = load_set(tmp_path)
+    assert loaded.episodes == tuple(episodes)
+    assert [e.state for e in loaded.split("held_out")] == [(7, 1)]
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        (lambda root: (root / "manifest.json").unlink(), "is not a labelled frame set"),
+        (lambda root: (root / "a.mp4").unlink(), "videos are missing"),
+        (
+            lambda root: (root / "manifest.json").write_text('{"episodes": [{}]}'),
+            "is not a labelled frame set",
+        ),
+    ],
+    ids=["no-manifest", "missing-video", "bad-episode"],
+)
+def test_load_set_refuses_a_directory_that_is_not_a_set(tmp_path: Path, damage, problem) -> None:
+    (tmp_path / "a.mp4").write_bytes(b"")
+    write_manifest(tmp_path, [episode(0, 5, "train", "a.mp4")], {})
+    damage(tmp_path)
+    with pytest.raises(ValueError, match=problem):
+        load_set(tmp_path)
+
+
+def test_shipped_set_splits_by_state_and_never_trains_on_reserved_states() -> None:
+    shipped = load_set(DEFAULT_DATA_DIR)  # check_split runs on load
+    trained = {e.state for e in shipped.split("train")}
+    held = {e.state for e in shipped.split("held_out")}
+    assert trained and held and not trained & held
+    assert not trained & (run_sh_states() | self_test_states())
+    for task in (0, 1, 7):  # every task is measured, with both outcomes overall
+        assert any(state[0] == task for state in held)
+    assert {e.native_success for e in shipped.split("held_out")} == {True, False}
+
+
+def test_shipped_labels_are_consistent() -> None:
+    """Within the episode a judge is sent, the goal first holds at its end step, if at all."""
+    shipped = json.loads((DEFAULT_DATA_DIR / "manifest.json").read_text())
+    for e in shipped["episodes"]:
+        served = e["served"]
+        assert served["steps"][-1] == e["episode_length"]
+        assert served["success"][-1] == e["native_success"]
+        assert not any(served["success"][:-1])
+        assert all(g == 1.0 for g, s in zip(served["goal_fraction"], served["success"], strict=False) if s)

@@ -1,0 +1,58 @@
+"""Two labelled episodes made by scripts/make_classifier_data.py and checked again by the simulator,
+in a process of their own.
+
+    python -m tests.support.labelled_episodes OUT_DIR
+
+The simulator renders through EGL in the calling process (the data script's ``LabelledScene``
+holds its envs in-process, unlike ``LiberoEnv``'s workers); a test process that later loads
+triton (torch's compiler, which RLinf's imports pull in) beside a freed EGL context segfaults. So
+the test runs this in a child and reads ``OUT_DIR/check.json``: the episodes (task 0: trial 3, the
+clean expert, a success; trial 9, the random policy, cut at 40 steps) and, for every kept frame, its
+label beside what LIBERO's own ``_check_success`` says after the episode is replayed from its seed
+and the camera env set to that frame's state.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MAX_STEPS = (400, 40)  # the script's limit for the success; a short one for the random policy
+
+
+def data_script():
+    spec = importlib.util.spec_from_file_location(
+        "make_classifier_data", REPO / "scripts" / "make_classifier_data.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(out: Path) -> int:
+    from reward_eval.classifier.simulation import LabelledScene
+
+    script = data_script()
+    scene = LabelledScene(script.SUITE, 0, 64)
+    episodes, checks = [], []
+    for (trial, split), max_steps in zip([(3, "train"), (9, "held_out")], MAX_STEPS, strict=True):
+        script.MAX_STEPS = max_steps
+        episode = script.make_episode(scene, 0, trial, 0, out, split)
+        replay = scene.play(
+            trial, episode.policy, dict(episode.policy_kwargs), episode.seed, max_steps, script.AFTER_STEPS
+        )
+        for frames in episode.frame_sets():
+            for step, label, fraction in zip(frames.steps, frames.success, frames.goal_fraction, strict=True):
+                scene.camera.regenerate_obs_from_state(replay.states[step])
+                checks.append([label, bool(scene.camera.env._check_success()), fraction])
+        episodes.append({**episode.to_json(), "replayed_end": replay.end})
+    scene.close()
+    (out / "check.json").write_text(json.dumps({"episodes": episodes, "checks": checks}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))
