@@ -99,7 +99,8 @@ def audit(args: argparse.Namespace) -> int:
             backend=judged.config().backend,
             model=model,
             random_model=random_model or (settings.random_model and settings.serves(model)),
-            **judged.recorded(),
+            # The suite wrong_task picks from is the audited run's: its recorded YAML, if any.
+            **{**judged.recorded(), "env_config": settings.env_config},
         )
         client = RewardClient(judged.config())
         try:
