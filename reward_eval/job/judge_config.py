@@ -80,8 +80,10 @@ def source_run_values(settings: RunSettings, records: Sequence[EpisodeRecord]) -
 def job_keys(args: argparse.Namespace, judge: JudgeEndpoint, **owned: Any) -> dict[str, Any]:
     """The keys a command owns for its calls (:data:`..reward_block.JOB_KEYS`): on, pointed at
     ``judge`` with its key variable, a failed call a fallback (data here, never a stop), nothing
-    trained, nothing logged or kept by the client; ``owned`` changes or adds some. A local server
-    started without ``--backend`` is asked by its own backend, never the YAML's serving default."""
+    trained, nothing logged or kept by the client; ``owned`` changes or adds some. Without
+    ``--backend`` the calls ask for the backend of the judge the command scores against (a local
+    server's, :data:`DEFAULT_LOCAL_BACKEND`; an ``--endpoint``'s own: null), never the YAML's
+    serving default, which names the training's judge."""
     keys: dict[str, Any] = {
         "enable": True,
         "endpoint": judge.url,
@@ -92,8 +94,8 @@ def job_keys(args: argparse.Namespace, judge: JudgeEndpoint, **owned: Any) -> di
         "keep_temp_video": False,
         "temp_video_dir": None,
     }
-    if getattr(args, "endpoint", None) is None and args.backend is None:
-        keys["backend"] = DEFAULT_LOCAL_BACKEND
+    if args.backend is None:  # never the YAML's serving default: the judge the command scores against
+        keys["backend"] = DEFAULT_LOCAL_BACKEND if getattr(args, "endpoint", None) is None else None
     return {**keys, **owned}
 
 

@@ -48,7 +48,7 @@ JOB_OWNED: dict[str, str] = {
 }
 JOB_KEYS = tuple(JOB_OWNED)
 # What a re-judging command keeps of the run it judges again, unless an option says otherwise.
-SOURCE_RUN_KEYS = ("backend", "backend_kwargs", "score_mode", "nframes", "success_threshold", "binary_reward")
+SOURCE_RUN_KEYS = ("backend_kwargs", "score_mode", "nframes", "success_threshold", "binary_reward")
 MERGED_KEY = "backend_kwargs"
 # Where the env YAML a command reads came from (settings.json's env_config_source).
 EnvYamlSource = Literal["option", "source_run", "default"]

@@ -151,12 +151,13 @@ def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     auroc, brier, rate = BASE[family]
     assert (base["auroc"], base["brier"]) == (pytest.approx(auroc, abs=1e-3), pytest.approx(brier, abs=2e-3))
     assert set(base["audit"].values()) == {rate}
-    # The fine-tuned judge, on any CPU: its metrics are computed and written, and memorising one
-    # training success makes it call the held-out examples failures, so its Brier score falls
-    # below the base's (one held-out success: its AUROC moves in steps of 1/6 between CPUs and
-    # says nothing here; docs/evaluate/finetune.md reports a split with more).
-    assert 0.0 <= tuned["auroc"] <= 1.0 and tuned["brier"] < base["brier"]
-    assert set(tuned["audit"].values()) == {0.0}, "no counterfactual passes the fine-tuned judge"
+    # The fine-tuned judge: its metrics are computed and written, nothing more holds on every CPU.
+    # Trained on one success, what it calls the held-out examples depends on the kernels (AVX-512:
+    # every counterfactual a failure; ATen's default kernels with one thread: some a success), and
+    # with one held-out success its AUROC moves in steps of 1/6; docs/evaluate/finetune.md reports
+    # a split where a held-out number means something.
+    assert 0.0 <= tuned["auroc"] <= 1.0 and 0.0 <= tuned["brier"] <= 1.0
+    assert all(0.0 <= rate <= 1.0 for rate in tuned["audit"].values())
     for block in (base, tuned):
         assert block["best_f1"] is not None and block["best_f1_threshold"] is not None
     # The training read exactly what the server answers for the same videos.
