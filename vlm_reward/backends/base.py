@@ -167,6 +167,11 @@ class RewardBackend(abc.ABC):
         """
         return None
 
+    def prepare_ahead(self, job: ScoreJob) -> None:  # noqa: B027 - optional hook
+        """Called as ``job`` is queued, before its batch starts: a backend may start the job's CPU
+        work here (on its own threads; this must not block), so it overlaps the batches before it.
+        Default: nothing, the work happens in :meth:`generate`."""
+
     def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> JobRunner[ScoreJob, str]:
         """How the server hands this backend its jobs: a :class:`.batching.DynamicBatcher`.
 
@@ -182,6 +187,7 @@ class RewardBackend(abc.ABC):
             max_wait_ms=max_wait_ms,
             name=name,
             cancel=lambda job: job.cancelled.set(),
+            on_submit=self.prepare_ahead,
         )
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing
