@@ -155,7 +155,12 @@ def items_of(judge: TrainedJudge, examples: Sequence[Example], weights: Mapping[
 
 
 def fingerprint(args: argparse.Namespace, judge: TrainedJudge, examples: Sequence[Example]) -> dict[str, Any]:
-    """What a resumed run must share with the one it resumes: data, model, method, schedule but epochs."""
+    """What a resumed run must share with the one it resumes: data, model, method, schedule but epochs.
+
+    ``native_frame_size`` joins the request only when on, so the runs from before it still resume."""
+    request = [judge.request.nframes, judge.request.max_pixels, dict(judge.request.backend_kwargs)]
+    if judge.request.native_frame_size:
+        request.append({"native_frame_size": True})
     return {
         "model": str(args.model),
         "method": judge.method,
@@ -164,7 +169,7 @@ def fingerprint(args: argparse.Namespace, judge: TrainedJudge, examples: Sequenc
         "seed": args.seed,
         "lora": [args.lora_rank, args.lora_alpha, args.lora_targets],
         "class_weights": args.class_weights,
-        "request": [judge.request.nframes, judge.request.max_pixels, dict(judge.request.backend_kwargs)],
+        "request": request,
         "examples": [[Path(x.video).name, x.label, x.held_out] for x in examples],
     }
 

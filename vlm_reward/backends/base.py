@@ -59,6 +59,9 @@ class ScoreJob:
     the server is shutting down). A backend should check it between tokens and stop that
     job early, answering :class:`JobCancelledError` for it; other jobs of the batch go on.
 
+    ``native_frame_size`` asks for the frames at their own size (rounded to whole visual tokens)
+    instead of upscaled to the model's video pixel floor (:mod:`vlm_reward.backends.qwen_vision`).
+
     ``usage`` is where a backend that can count tokens records what the job cost
     (:meth:`TokenUsage.record`); the server adds it to ``/metrics``' token counters.
     """
@@ -72,6 +75,7 @@ class ScoreJob:
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
     clip: Clip | None = field(default=None, compare=False, repr=False)
     score_mode: str | None = None  # how the answer is read; None: the backend's default
+    native_frame_size: bool = False  # frames at their own size, without the video pixel floor
     usage: TokenUsage = field(default_factory=TokenUsage, compare=False, repr=False)
 
 

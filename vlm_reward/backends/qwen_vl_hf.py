@@ -270,7 +270,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
         text = render_prompt(processor, messages) + (spec.answer_prefix if tokens else "")
-        vision = load_vision_inputs(messages, clip, self.require_family())
+        vision = load_vision_inputs(messages, clip, self.require_family(), job.native_frame_size)
         return PreparedJob(text, vision, processor_inputs(processor, [text], [vision]), settings, tokens)
 
     def _model_inputs(self, prepared: Sequence[PreparedJob]) -> Any:

@@ -41,7 +41,7 @@ def test_joined_outputs_are_the_processors_batch(
         (PRIMO_PROMPT, ScoreJob("put the soup in the basket and close it", sample_mp4, 4, 112 * 112, 4.0)),
         (
             QWEN_VIDEO_PROMPT,
-            ScoreJob("stack the blocks", sample_mp4, 6, 224 * 224, 4.0),
+            ScoreJob("stack the blocks", sample_mp4, 6, 224 * 224, 4.0, native_frame_size=True),
         ),
     ]
     prepared = [_prepared(processor, checkpoint, spec, job) for spec, job in cases]

@@ -30,7 +30,7 @@ TOLERANCE = 1e-4
 EPISODES = [
     (1, 8, 64, 8, 112 * 112, False),
     (2, 12, 96, 6, 224 * 224, False),
-    (3, 8, 64, 4, 112 * 112, False),
+    (3, 8, 64, 4, 112 * 112, True),
     (4, 10, 80, 8, 112 * 112, False),
 ]
 
@@ -49,12 +49,16 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> list[ScoreJob]:
     """One probability job per :data:`EPISODES` entry, each its own noisy video and task."""
     root = tmp_path_factory.mktemp("batch-videos")
     made = []
-    for seed, frames, side, nframes, max_pixels, _ in EPISODES:
+    for seed, frames, side, nframes, max_pixels, native in EPISODES:
         pixels = np.random.default_rng(seed).integers(0, 256, (frames, side, side, 3), dtype=np.uint8)
         path = root / f"episode_{seed}.mp4"
         encode_mp4(pixels, path, fps=4)
         task = f"put object {seed} in the basket"
-        made.append(ScoreJob(task, str(path), nframes, max_pixels, 4.0, score_mode="probability"))
+        made.append(
+            ScoreJob(
+                task, str(path), nframes, max_pixels, 4.0, score_mode="probability", native_frame_size=native
+            )
+        )
     return made
 
 
