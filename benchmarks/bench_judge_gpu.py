@@ -175,7 +175,7 @@ def peak_tflops(args: argparse.Namespace) -> float | None:
 
 
 def time_mode(judge: Any, videos: list[Path], batch: int, native: bool, args: argparse.Namespace) -> dict:
-    """One encoder and batch size: each stage's seconds over ``--repeats`` runs after 2 warm-ups,
+    """One encoder and batch size: each stage's seconds over ``--repeats`` runs after ``--warmups``,
     the forward's operations and the prompt length."""
     from benchmarks.judge_stages import model_flops, prompt_tokens, time_batch
     from vlm_reward.backends.base import ScoreJob
@@ -185,10 +185,10 @@ def time_mode(judge: Any, videos: list[Path], batch: int, native: bool, args: ar
         for v in videos[:batch]
     ]
     samples: dict[str, list[float]] = {}
-    for rep in range(2 + args.repeats):
+    for rep in range(args.warmups + args.repeats):
         times, _ = time_batch(judge, jobs, workers=args.workers)
         for stage, seconds in times.items():
-            if rep >= 2:
+            if rep >= args.warmups:
                 samples.setdefault(stage, []).append(seconds)
     return {"samples": samples, "flops": model_flops(judge, jobs), "tokens": prompt_tokens(judge, jobs[0])}
 
@@ -281,6 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     run.add_argument("--batches", nargs="+", type=int, default=list(BATCHES))
     run.add_argument("--repeats", type=int, default=5)
+    run.add_argument("--warmups", type=int, default=2, help="untimed runs first (default %(default)s)")
     run.add_argument("--workers", type=int, default=8, help="threads for the CPU stages (the backend's pool)")
     run.add_argument(
         "--peak-tflops", type=float, default=None, help="the chip's dense peak (default: by name)"

@@ -634,7 +634,6 @@ VARIANTS = {
     "reversed": lambda f: f[::-1],
     "rolled": lambda f: np.roll(f, 24, axis=2),
     "darker": lambda f: (f * 0.6).astype(np.uint8),
-    "first-half": lambda f: np.repeat(f[: len(f) // 2], 2, axis=0),
 }
 BATCH_TOLERANCE = 1e-4
 

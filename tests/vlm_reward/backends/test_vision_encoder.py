@@ -45,6 +45,22 @@ def _model(checkpoint: str, family: ModelFamily, implementation: str) -> Any:
     return model_class.from_pretrained(checkpoint, attn_implementation=implementation).eval()
 
 
+@pytest.fixture(scope="module")
+def models(request: pytest.FixtureRequest) -> Any:
+    """Each (family, attention implementation)'s tiny model, loaded once; tests leave it as transformers'."""
+    loaded: dict[tuple[str, str], Any] = {}
+
+    def get(family: ModelFamily, implementation: str) -> Any:
+        key = (family.model_type, implementation)
+        if key not in loaded:
+            name = "tiny_qwen3_checkpoint" if family is QWEN3_VL else "tiny_qwen_checkpoint"
+            loaded[key] = _model(request.getfixturevalue(name), family, implementation)
+        vision_encoder.uninstall(loaded[key])
+        return loaded[key]
+
+    return get
+
+
 def _patches(model: Any, grids: list[list[int]]) -> Any:
     """Random pixel patches for ``grids`` ([t, h, w] in patches), as the processor lays them out."""
     config = model.config.vision_config
@@ -69,10 +85,9 @@ GRIDS = {
 @pytest.mark.parametrize("implementation", ["sdpa", "eager"])
 @pytest.mark.parametrize("family", [QWEN2_5_VL, QWEN3_VL], ids=["qwen2_5_vl", "qwen3_vl"])
 def test_swapped_encoder_equals_the_shipped_one(
-    request: pytest.FixtureRequest, family: ModelFamily, implementation: str
+    models: Any, family: ModelFamily, implementation: str
 ) -> None:
-    name = "tiny_qwen3_checkpoint" if family is QWEN3_VL else "tiny_qwen_checkpoint"
-    model = _model(request.getfixturevalue(name), family, implementation)
+    model = models(family, implementation)
     for grids in GRIDS[family.model_type]:
         pixels, grid = _patches(model, grids)
         with torch.inference_mode():
@@ -86,10 +101,9 @@ def test_swapped_encoder_equals_the_shipped_one(
 
 @pytest.mark.parametrize("family", [QWEN2_5_VL, QWEN3_VL], ids=["qwen2_5_vl", "qwen3_vl"])
 def test_gradients_through_the_swapped_encoder_equal_the_shipped_ones(
-    request: pytest.FixtureRequest, family: ModelFamily
+    models: Any, family: ModelFamily
 ) -> None:
-    name = "tiny_qwen3_checkpoint" if family is QWEN3_VL else "tiny_qwen_checkpoint"
-    model = _model(request.getfixturevalue(name), family, "sdpa")
+    model = models(family, "sdpa")
     pixels, grid = _patches(model, GRIDS[family.model_type][-1])
     weights = [block.attn.qkv.weight for block in model.model.visual.blocks]
 
@@ -100,19 +114,20 @@ def test_gradients_through_the_swapped_encoder_equal_the_shipped_ones(
 
     shipped = grads()
     vision_encoder.install(model)
-    for a, b in zip(shipped, grads(), strict=True):
+    ours = grads()
+    model.zero_grad()
+    for a, b in zip(shipped, ours, strict=True):
         torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-6)
 
 
-def test_install_swaps_attention_and_patch_embedding_once_and_uninstall_restores(
-    tiny_qwen_checkpoint: str,
-) -> None:
-    model = _model(tiny_qwen_checkpoint, QWEN2_5_VL, "sdpa")
+def test_install_swaps_attention_and_patch_embedding_once_and_uninstall_restores(models: Any) -> None:
+    model = models(QWEN2_5_VL, "sdpa")
+    keys = set(model.state_dict())
     depth = len(model.model.visual.blocks)
     assert vision_encoder.install(model) == depth + 1  # every block's attention, one patch embedding
     assert vision_encoder.install(model) == 0  # already the project's
     assert isinstance(model.model.visual.blocks[0].attn, vision_encoder.WindowBatchedAttention)
-    assert set(model.state_dict()) == set(_model(tiny_qwen_checkpoint, QWEN2_5_VL, "sdpa").state_dict())
+    assert set(model.state_dict()) == keys  # no parameter or buffer added
     assert vision_encoder.uninstall(model) == depth + 1
     assert not isinstance(model.model.visual.blocks[0].attn, vision_encoder.WindowBatchedAttention)
 
