@@ -126,14 +126,14 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
 
 @dataclass
 class PreparedJob:
-    """A job's model inputs, built before its batch: the prompt text, its frames, the processor's
-    tensors for it alone, its decoding settings and, in probability mode, the answer tokens read.
+    """A job's model inputs, built before its batch: the prompt text, the processor's tensors for
+    it alone, its decoding settings and, in probability mode, the answer tokens read.
 
-    It holds nothing of the job itself, so a prepared result never keeps its job alive.
+    It holds nothing of the job itself, so a prepared result never keeps its job alive, and not
+    the resized frames either: the processor's pixels are all the model needs of them.
     """
 
     text: str
-    vision: VisionInputs
     inputs: Any
     settings: GenerationSettings
     tokens: AnswerTokens | None  # the answer tokens read in probability mode, else None
@@ -271,7 +271,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         messages = job_messages(spec, job, clip)
         text = render_prompt(processor, messages) + (spec.answer_prefix if tokens else "")
         vision = load_vision_inputs(messages, clip, self.require_family(), job.native_frame_size)
-        return PreparedJob(text, vision, processor_inputs(processor, [text], [vision]), settings, tokens)
+        return PreparedJob(text, processor_inputs(processor, [text], [vision]), settings, tokens)
 
     def _model_inputs(self, prepared: Sequence[PreparedJob]) -> Any:
         """The batch's tensors on the model's device: the jobs' own processor outputs, joined."""
