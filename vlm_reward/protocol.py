@@ -113,6 +113,11 @@ class ScoreRequest(BaseModel):
     video_fps: float = Field(
         default=DEFAULT_VIDEO_FPS, gt=0, le=MAX_VIDEO_FPS, description="Frame rate of the video."
     )
+    native_frame_size: bool = Field(
+        default=False,
+        description="Frames at their own size, rounded to whole visual tokens, without the upscale "
+        "to the model's video pixel floor (max_pixels still caps them).",
+    )
     score_mode: ScoreMode | None = Field(default=None, description="Default: the backend's own mode.")
 
     @model_validator(mode="after")

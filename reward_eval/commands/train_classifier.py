@@ -39,7 +39,7 @@ from vlm_reward.exit_statuses import EXIT_OK
 from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
 EPISODE_SOURCES = ("original", "failure")  # the held-out episodes themselves, not counterfactuals
-# Chosen by measurement on this 2-core CPU (benchmarks/README.md, benchmark 12): ResNet-18 at 64 px
+# Chosen by measurement on this 2-core CPU (benchmarks/README.md, benchmark 15): ResNet-18 at 64 px
 # takes 4.5 ms a frame per training step (96 px 8.4, 128 px 14.7), so six epochs of every labelled
 # frame of the shipped set's training episodes (1,994) take about a minute on a quiet machine, and
 # already separate every held-out success from every held-out failure.

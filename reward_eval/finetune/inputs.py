@@ -42,14 +42,15 @@ PROBABILITY = "probability"
 @dataclass(frozen=True)
 class Request:
     """What the evaluation's client sends with every video (the env YAML's ``reward_model`` block):
-    frames at most, pixels per frame, frame rate, the per-request ``backend_kwargs``; and the
-    server's own ``--backend-kwargs`` (its prompt overrides)."""
+    frames at most, pixels per frame, frame rate, the per-request ``backend_kwargs``, whether
+    frames keep their own size; and the server's own ``--backend-kwargs`` (its prompt overrides)."""
 
     nframes: int
     max_pixels: int
     video_fps: float
     backend_kwargs: Mapping[str, Any] = field(default_factory=dict)
     server_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    native_frame_size: bool = False
 
     def asked(self) -> dict[str, Any]:
         """What every training example is asked, as ``finetune.json`` records it (the judge-facing
@@ -58,6 +59,7 @@ class Request:
             "nframes": self.nframes,
             "max_pixels": self.max_pixels,
             "video_fps": self.video_fps,
+            "native_frame_size": self.native_frame_size,
             "score_mode": PROBABILITY,
             "backend_kwargs": dict(self.backend_kwargs),
         }
@@ -73,6 +75,7 @@ class Request:
             video_fps=self.video_fps,
             backend_kwargs=dict(self.backend_kwargs),
             score_mode=PROBABILITY,
+            native_frame_size=self.native_frame_size,
         )
 
     def prompt(self) -> PromptSpec:
@@ -87,7 +90,7 @@ def model_inputs(processor: Any, family: ModelFamily, spec: PromptSpec, job: Sco
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
     text = render_prompt(processor, messages) + spec.answer_prefix
-    vision = load_vision_inputs(messages, clip, family)
+    vision = load_vision_inputs(messages, clip, family, job.native_frame_size)
     return processor_inputs(processor, [text], [vision])
 
 

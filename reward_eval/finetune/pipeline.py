@@ -105,6 +105,7 @@ def load_judge(args: argparse.Namespace, family: Any, request: Request) -> Train
     import transformers
 
     from reward_eval.finetune.lora import default_targets, make_trainable
+    from vlm_reward.backends import vision_encoder
     from vlm_reward.backends.hf_generation import limit_cpu_threads, torch_dtype
     from vlm_reward.judging.probability import AnswerTokens
 
@@ -115,6 +116,7 @@ def load_judge(args: argparse.Namespace, family: Any, request: Request) -> Train
     model = getattr(transformers, family.model_class).from_pretrained(
         args.model, dtype=torch_dtype(torch, args.dtype, args.device)
     )
+    vision_encoder.install(model)  # the server's vision encoder, so training sees what is served
     save_dtype = checkpoint_dtype(args.model, model.dtype)
     parameters = sum(p.numel() for p in model.parameters())
     method = defaults.resolve_method(args.method, parameters)
@@ -153,7 +155,12 @@ def items_of(judge: TrainedJudge, examples: Sequence[Example], weights: Mapping[
 
 
 def fingerprint(args: argparse.Namespace, judge: TrainedJudge, examples: Sequence[Example]) -> dict[str, Any]:
-    """What a resumed run must share with the one it resumes: data, model, method, schedule but epochs."""
+    """What a resumed run must share with the one it resumes: data, model, method, schedule but epochs.
+
+    ``native_frame_size`` joins the request only when on, so the runs from before it still resume."""
+    request = [judge.request.nframes, judge.request.max_pixels, dict(judge.request.backend_kwargs)]
+    if judge.request.native_frame_size:
+        request.append({"native_frame_size": True})
     return {
         "model": str(args.model),
         "method": judge.method,
@@ -162,7 +169,7 @@ def fingerprint(args: argparse.Namespace, judge: TrainedJudge, examples: Sequenc
         "seed": args.seed,
         "lora": [args.lora_rank, args.lora_alpha, args.lora_targets],
         "class_weights": args.class_weights,
-        "request": [judge.request.nframes, judge.request.max_pixels, dict(judge.request.backend_kwargs)],
+        "request": request,
         "examples": [[Path(x.video).name, x.label, x.held_out] for x in examples],
     }
 

@@ -48,7 +48,14 @@ def training_request(block: Mapping[str, Any], server_kwargs: Mapping[str, Any])
     from vlm_reward.client.config import RewardModelConfig
 
     cfg = RewardModelConfig.from_mapping(dict(block))
-    return Request(cfg.nframes, cfg.max_pixels, cfg.video_fps, dict(cfg.backend_kwargs), dict(server_kwargs))
+    return Request(
+        cfg.nframes,
+        cfg.max_pixels,
+        cfg.video_fps,
+        dict(cfg.backend_kwargs),
+        dict(server_kwargs),
+        cfg.native_frame_size,
+    )
 
 
 def judge_examples(

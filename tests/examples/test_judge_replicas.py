@@ -95,7 +95,13 @@ def test_the_replicas_self_test_asks_as_the_served_env_asks() -> None:
         {"success_threshold": 0.3, "nframes": 8, "score_mode": "unit", "backend_kwargs": {"prompt": "yes_no"}}
     )
     judges = judge_settings(cfg)
-    asked = {"nframes": 8, "max_pixels": 200704, "backend_kwargs": {"prompt": "yes_no"}, "video_fps": 4.0}
+    asked = {
+        "nframes": 8,
+        "max_pixels": 200704,
+        "backend_kwargs": {"prompt": "yes_no"},
+        "video_fps": 4.0,
+        "native_frame_size": False,
+    }
     assert judges is not None and judges.self_test_args == (
         "--self-test-threshold",
         "0.3",

@@ -46,6 +46,7 @@ FLOW_REWARD_MODEL: dict[str, Any] = {
     "nframes": 12,
     "max_pixels": 12544,
     "video_fps": 5.0,
+    "native_frame_size": True,
     "score_mode": "rubric",
     "backend_kwargs": {"prompt": "roboreward", "max_new_tokens": 5},
 }

@@ -3,8 +3,8 @@
 The ``wire_recorder`` backend runs inside the real reward server, so a request reaches it
 exactly as the server parsed it off the wire; it appends one JSON line per job to ``log_path``
 (server kwarg) with the request fields that change what a judge is asked (nframes, max_pixels,
-video_fps, score_mode, backend_kwargs), the instruction and the frame count of the video it got,
-and answers a fixed score in whatever mode the job asks for (0.7; 0.5 in rubric mode; the
+video_fps, native_frame_size, score_mode, backend_kwargs), the instruction and the frame count of
+the video it got, and answers a fixed score in whatever mode the job asks for (0.7; 0.5 in rubric mode; the
 probability mode included), so every
 command's path completes. It accepts any ``backend_kwargs``: it records them instead of checking.
 :class:`WireRecorder` runs such a server for a test.
@@ -24,7 +24,7 @@ from vlm_reward.video_io import count_frames
 
 # A text each text mode reads as a score (rubric: "ANSWER: n" on its 1-5 scale, 3 -> 0.5).
 TEXT_ANSWERS = {"auto": "0.7", "percentage": "70%", "unit": "0.7", "rubric": "ANSWER: 3"}
-RECORDED = ("nframes", "max_pixels", "video_fps", "score_mode", "backend_kwargs")
+RECORDED = ("nframes", "max_pixels", "video_fps", "native_frame_size", "score_mode", "backend_kwargs")
 
 
 @register_backend

@@ -70,6 +70,7 @@ def test_defaults_follow_the_protocol() -> None:
     req = ScoreRequest.model_validate({"task_text": "open the drawer", "video_path": "a.mp4"})
     assert (req.nframes, req.max_pixels, req.video_fps) == (16, 200704, 4.0)
     assert (req.backend, req.backend_kwargs, req.score_mode, req.video_b64) == (None, {}, None, None)
+    assert req.native_frame_size is False  # frames upscaled to the model's floor, as before the setting
 
 
 @pytest.mark.parametrize(
@@ -86,10 +87,13 @@ def test_defaults_follow_the_protocol() -> None:
         ({"task_text": 5}, "task_text"),
         ({"backend": ""}, "backend"),
         ({"score_mode": "Percentage"}, "score_mode"),
+        ({"native_frame_size": "true"}, "native_frame_size"),
+        ({"native_frame_size": 1}, "native_frame_size"),
         ({"extra": 1}, "extra"),
     ],
     ids=["nframes-zero", "nframes-float", "nframes-bool", "fps-zero", "fps-string", "pixels-below-a-patch",
-         "fps-over", "path-over-path-max", "task-int", "backend-empty", "mode-case", "unknown-field"],
+         "fps-over", "path-over-path-max", "task-int", "backend-empty", "mode-case", "native-string",
+         "native-int", "unknown-field"],
 )  # fmt: skip
 def test_out_of_range_or_wrongly_typed_fields_are_rejected(fields: dict[str, object], loc: str) -> None:
     with pytest.raises(ValidationError) as info:

@@ -16,6 +16,9 @@ What is checked:
 - PRIMO-R1's first frame + video + last frame reach the engine: its prompt equals the
   transformers backend's ``primo`` layout, two images longer than the video-only prompt;
 - ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server;
+- batches on the real engine (issue 39): distinct videos sent at once are scored as each is
+  alone (both families), a video that fails among them fails alone, and a ``native_frame_size``
+  request reaches the engine with the prompt of its own frames;
 - continuous batching on the real engine: a short request sent while a 4096-token one
   generates is answered first; the long one's client leaves and the engine request is
   aborted (it never runs to its budget); a SIGTERM answers a running request 503 at once.
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 import requests
 
@@ -268,7 +272,7 @@ def hf_prompt_tokens(checkpoint: str, preset: str, job: ScoreJob) -> int:
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
     processor = AutoProcessor.from_pretrained(checkpoint)
-    vision = load_vision_inputs(messages, clip, checkpoint_family(checkpoint))
+    vision = load_vision_inputs(messages, clip, checkpoint_family(checkpoint), job.native_frame_size)
     inputs = processor_inputs(processor, [render_prompt(processor, messages)], [vision])
     return int(inputs["input_ids"].shape[1])
 
@@ -279,10 +283,9 @@ def clip_job(clip: EngineClip, nframes: int, mode: str = "auto") -> ScoreJob:
     return ScoreJob(clip.task, str(clip.path), nframes, 200704, 4.0, kwargs, score_mode=mode)
 
 
-def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int, int, str]]]:
-    """POST ``job``; return the response and the engine calls the server logged for it."""
-    offset = len(server.log())
-    body = {
+def request_body(job: ScoreJob) -> dict[str, Any]:
+    """The ``/score`` body that asks for ``job``."""
+    return {
         "task_text": job.task_text,
         "video_path": job.video_path,
         "nframes": job.nframes,
@@ -290,8 +293,14 @@ def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int,
         "video_fps": job.video_fps,
         "backend_kwargs": job.backend_kwargs,
         "score_mode": job.score_mode,
+        "native_frame_size": job.native_frame_size,
     }
-    response = requests.post(server.endpoint, json=body, timeout=120)
+
+
+def post(server: Any, job: ScoreJob) -> tuple[requests.Response, list[tuple[int, int, str]]]:
+    """POST ``job``; return the response and the engine calls the server logged for it."""
+    offset = len(server.log())
+    response = requests.post(server.endpoint, json=request_body(job), timeout=120)
     deadline = time.monotonic() + 10  # the log line is written before the response; be safe
     while not (calls := engine_calls(server.log()[offset:])) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -618,3 +627,65 @@ def test_openai_compatible_pins_the_frames_the_upstream_sees(
         assert forwarded.json()["probability"] == pytest.approx(in_process.json()["probability"], abs=0.02)
     else:
         assert outcome(forwarded, "openai_compatible")[1] == outcome(in_process, "qwen_vl_vllm")[1]
+
+
+# Distinct videos made of the rendered clip: each a different sequence of its frames.
+VARIANTS = {
+    "reversed": lambda f: f[::-1],
+    "rolled": lambda f: np.roll(f, 24, axis=2),
+    "darker": lambda f: (f * 0.6).astype(np.uint8),
+}
+BATCH_TOLERANCE = 1e-4
+
+
+def _variant_videos(clip: EngineClip) -> dict[str, Path]:
+    """The clip itself, its variants, and a file that is no video, all in the servers' video root."""
+    from vlm_reward.video_io import decode_clip, encode_mp4, probe_video
+
+    probe = probe_video(clip.path)
+    frames = decode_clip(clip.path, range(probe.num_frames), probe).frames
+    videos = {"clip": clip.path}
+    for name, make in VARIANTS.items():
+        videos[name] = clip.path.parent / f"batch_{name}.mp4"
+        encode_mp4(make(frames), videos[name], fps=4.0)
+    videos["broken"] = clip.path.parent / "batch_broken.mp4"
+    videos["broken"].write_bytes(b"\x00\x00\x00\x18ftypmp42 not a video at all")
+    return videos
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_distinct_videos_sent_at_once_are_scored_as_alone_and_a_broken_one_fails_alone(
+    engines: Engines, clip: EngineClip, family: str
+) -> None:
+    server = engines.qwen3 if family == "qwen3_vl" else engines.qwen
+    jobs = {
+        name: replace(
+            clip_job(clip, 16, mode="probability"), video_path=str(path), task_text=f"{clip.task} ({name})"
+        )
+        for name, path in _variant_videos(clip).items()
+    }
+
+    def score(job: ScoreJob) -> requests.Response:
+        return requests.post(server.endpoint, json=request_body(job), timeout=120)
+
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        together = dict(zip(jobs, pool.map(score, jobs.values()), strict=True))
+    broken = together.pop("broken")
+    assert broken.status_code == 400 and broken.json()["error"]["type"] == "invalid_video", broken.text
+    alone = {name: score(jobs[name]).json()["probability"] for name in together}
+    batched = {name: response.json()["probability"] for name, response in together.items()}
+    assert len(set(batched.values())) == len(batched)  # distinct videos, distinct scores
+    assert max(abs(batched[name] - alone[name]) for name in alone) <= BATCH_TOLERANCE, (batched, alone)
+
+
+def test_a_native_frame_size_request_reaches_the_engine_with_its_own_frames(
+    servers: tuple, clip: EngineClip, tiny_qwen_checkpoint: str
+) -> None:
+    qwen, _ = servers
+    job = replace(clip_job(clip, 16, mode="probability"), native_frame_size=True)
+    response, [(prompt_tokens, _, _)] = post(qwen, job)
+    assert response.status_code == 200, response.text
+    assert prompt_tokens == hf_prompt_tokens(tiny_qwen_checkpoint, "yes_no", job)
+    assert prompt_tokens < hf_prompt_tokens(
+        tiny_qwen_checkpoint, "yes_no", replace(job, native_frame_size=False)
+    )

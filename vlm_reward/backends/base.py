@@ -59,6 +59,9 @@ class ScoreJob:
     the server is shutting down). A backend should check it between tokens and stop that
     job early, answering :class:`JobCancelledError` for it; other jobs of the batch go on.
 
+    ``native_frame_size`` asks for the frames at their own size (rounded to whole visual tokens)
+    instead of upscaled to the model's video pixel floor (:mod:`vlm_reward.backends.qwen_vision`).
+
     ``usage`` is where a backend that can count tokens records what the job cost
     (:meth:`TokenUsage.record`); the server adds it to ``/metrics``' token counters.
     """
@@ -72,6 +75,7 @@ class ScoreJob:
     cancelled: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
     clip: Clip | None = field(default=None, compare=False, repr=False)
     score_mode: str | None = None  # how the answer is read; None: the backend's default
+    native_frame_size: bool = False  # frames at their own size, without the video pixel floor
     usage: TokenUsage = field(default_factory=TokenUsage, compare=False, repr=False)
 
 
@@ -173,6 +177,11 @@ class RewardBackend(abc.ABC):
         """
         return None
 
+    def prepare_ahead(self, job: ScoreJob) -> None:  # noqa: B027 - optional hook
+        """Called as ``job`` is queued, before its batch starts: a backend may start the job's CPU
+        work here (on its own threads; this must not block), so it overlaps the batches before it.
+        Default: nothing, the work happens in :meth:`generate`."""
+
     def runner(self, *, max_batch_size: int, max_wait_ms: float, name: str) -> JobRunner[ScoreJob, str]:
         """How the server hands this backend its jobs: a :class:`.batching.DynamicBatcher`.
 
@@ -188,6 +197,7 @@ class RewardBackend(abc.ABC):
             max_wait_ms=max_wait_ms,
             name=name,
             cancel=lambda job: job.cancelled.set(),
+            on_submit=self.prepare_ahead,
         )
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends need nothing

@@ -110,7 +110,10 @@ class DynamicBatcher(Generic[JobT, ResultT]):
     ``generate(jobs)`` must return one entry per job, in order: a result, or an exception
     for a job that failed alone. If it raises, or returns the wrong number of entries,
     every job of that batch fails with that error. ``cancel(job)``, if given, is called
-    (from any thread) for a running job whose answer nobody will read.
+    (from any thread) for a running job whose answer nobody will read. ``on_submit(job)``, if
+    given, is called in the submitting thread as a job is queued, so the backend can start the
+    job's CPU work while earlier batches run (it must not block; an error there is logged and
+    the job still queued).
     """
 
     def __init__(
@@ -121,6 +124,7 @@ class DynamicBatcher(Generic[JobT, ResultT]):
         max_wait_ms: float = 20.0,
         name: str = "backend",
         cancel: Callable[[JobT], None] | None = None,
+        on_submit: Callable[[JobT], None] | None = None,
     ) -> None:
         if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
             raise ValueError(f"max_batch_size must be an integer >= 1, got {max_batch_size!r}.")
@@ -128,6 +132,7 @@ class DynamicBatcher(Generic[JobT, ResultT]):
             raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms!r}.")
         self._generate = generate
         self._cancel = cancel
+        self._on_submit = on_submit
         self.max_batch_size = max_batch_size
         self.max_wait_s = max_wait_ms / 1000.0
         self.name = name
@@ -206,6 +211,11 @@ class DynamicBatcher(Generic[JobT, ResultT]):
             raise BatcherClosedError(f"the batcher for {self.name!r} is closed (server shutting down).")
 
     def _enqueue(self, job: JobT, *, reserved: bool) -> Future[ResultT]:
+        if self._on_submit is not None and not self._closed:
+            try:
+                self._on_submit(job)
+            except Exception:
+                logger.exception("on_submit failed for a job of %r", self.name)
         future: Future[ResultT] = Future()
         with self._cond:
             if reserved:

@@ -238,7 +238,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
         family = self.require_family()
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
-        vision = load_vision_inputs(messages, clip, family)
+        vision = load_vision_inputs(messages, clip, family, job.native_frame_size)
         text = self._processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         body: dict[str, Any] = {
             "model": self.served_model_name,

@@ -29,6 +29,12 @@ Facts about qwen-vl-utils 0.0.14 this relies on (read in its ``vision_process.py
 - Its pixel floors (4 tokens for images, 128 tokens per video frame: 3136 and 100352 px
   at 28 px a token) apply even when the entry's ``max_pixels`` is below them, and then
   ``smart_resize`` fails an ``assert``: the floors are capped at ``max_pixels`` here.
+  The video floor scales LIBERO's 256x256 frames up to 336x336 for Qwen2.5-VL (1.8x the
+  tokens of 252x252) and 384x384 for Qwen3-VL (2.25x those of 256x256): pixels the policy
+  never saw. A job with ``native_frame_size`` (:func:`native_floor`) lowers the floor to one
+  token, so a frame keeps its own size rounded to whole tokens (256 -> 252 at 28 px, 256 at
+  32 px); ``max_pixels`` still caps it. The HF processors' own floors (3,136 px a frame for
+  Qwen2.5-VL, 4,096 px a clip for Qwen3-VL) are below that, so they do not scale it up again.
 - The video metadata a reader returns is the file's ``fps``, ``frames_indices``,
   ``total_num_frames`` and ``video_backend``; the sampled rate is
   ``len(frames_indices) / total_num_frames * fps`` (:func:`sampled_fps`), which
@@ -133,11 +139,16 @@ def _pixel_floor(family: ModelFamily, tokens: int, max_pixels: int | None) -> in
     return floor if max_pixels is None else min(floor, max_pixels)
 
 
+def native_floor(family: ModelFamily) -> int:
+    """The video pixel floor of a ``native_frame_size`` job: one visual token of ``family``."""
+    return family.token_side**2
+
+
 def video_input(
-    clip: Clip, entry: Mapping[str, Any], vision_process: Any, family: ModelFamily
+    clip: Clip, entry: Mapping[str, Any], vision_process: Any, family: ModelFamily, native: bool = False
 ) -> tuple[Any, dict[str, Any]]:
     """The clip as qwen-vl-utils would hand a video it read itself for ``family``: resized
-    frames and metadata."""
+    frames and metadata. ``native``: no pixel floor above one token (:func:`native_floor`)."""
     import torch
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms import functional as tf
@@ -146,6 +157,8 @@ def video_input(
     count, _, height, width = video.shape
     factor = family.token_side
     floor = _pixel_floor(family, vision_process.VIDEO_MIN_TOKEN_NUM, entry.get("max_pixels"))
+    if native:
+        floor = min(floor, native_floor(family))
     min_pixels = entry.get("min_pixels", floor)
     total_pixels = entry.get("total_pixels", vision_process.MODEL_SEQ_LEN * factor * factor * 0.9)
     per_frame = min(vision_process.VIDEO_MAX_TOKEN_NUM * factor * factor, total_pixels / count * FRAME_FACTOR)
@@ -165,12 +178,13 @@ def video_input(
 
 
 def load_vision_inputs(
-    messages: Sequence[Mapping[str, Any]], clip: Clip, family: ModelFamily
+    messages: Sequence[Mapping[str, Any]], clip: Clip, family: ModelFamily, native_frame_size: bool = False
 ) -> VisionInputs:
     """The images and the video of one conversation, in message order, sized for ``family``.
 
     Images go through qwen-vl-utils' ``fetch_image`` (with its pixel floor capped at the
-    entry's ``max_pixels``); the one video is ``clip``, resized like qwen-vl-utils would.
+    entry's ``max_pixels``); the one video is ``clip``, resized like qwen-vl-utils would, or
+    at its own size with ``native_frame_size`` (the job's setting).
     ``ImportError`` with the install command if qwen-vl-utils is missing.
     """
     vision_process = _import_qwen_vl_utils()
@@ -179,7 +193,7 @@ def load_vision_inputs(
         content = message.get("content")
         for item in content if isinstance(content, list) else ():
             if item.get("type") == "video" or "video" in item:
-                video, meta = video_input(clip, item, vision_process, family)
+                video, meta = video_input(clip, item, vision_process, family, native_frame_size)
                 videos.append(video)
                 metadata.append(meta)
             elif item.get("type") == "image" or "image" in item:

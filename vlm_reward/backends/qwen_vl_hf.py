@@ -31,10 +31,20 @@ Accepted ``backend_kwargs``:
 A job whose ``cancelled`` event is set (its client left, the server is stopping) is
 stopped after the current token by a stopping criterion, without ending its batch-mates,
 and answers :class:`~vlm_reward.backends.base.JobCancelledError`.
+
+Scaling. A job's CPU steps (prompt, frames resized, the processor) start on a pool of
+:data:`PREPARE_WORKERS` threads as soon as the server queues it (:mod:`vlm_reward.backends.prefetch`),
+each thread with its own copy of the processor, so a batch's videos are prepared in parallel with
+each other and with the batch before; the per-job outputs are joined into the processor's batch
+(:mod:`vlm_reward.backends.input_batch`). The model's vision encoder runs the project's own
+attention and patch embedding (:mod:`vlm_reward.backends.vision_encoder`): one attention call per
+window length instead of one per window.
 """
 
 from __future__ import annotations
 
+import copy
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -64,6 +74,8 @@ from vlm_reward.backends.hf_generation import (
     limit_cpu_threads,
     torch_dtype,
 )
+from vlm_reward.backends.input_batch import join_inputs
+from vlm_reward.backends.prefetch import Prefetcher
 from vlm_reward.backends.qwen_vision import (
     VisionInputs,
     job_clip,
@@ -76,6 +88,9 @@ from vlm_reward.judging.prompts import PromptSpec, ServerPrompts
 from vlm_reward.protocol import TEXT_SCORE_MODES
 
 __all__ = ["INSTALL_HINT", "QwenHFBackend", "processor_inputs", "render_prompt"]
+
+# Threads preparing queued jobs: the CPUs this process may use, at most a full default batch.
+PREPARE_WORKERS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2))
 
 
 def render_prompt(processor: Any, messages: list[dict[str, Any]]) -> str:
@@ -110,13 +125,25 @@ def processor_inputs(processor: Any, texts: Sequence[str], vision: Sequence[Visi
 
 
 @dataclass
-class _PreparedJob:
-    slot: int
-    job: ScoreJob
+class PreparedJob:
+    """A job's model inputs, built before its batch: the prompt text, the processor's tensors for
+    it alone, its decoding settings and, in probability mode, the answer tokens read.
+
+    It holds nothing of the job itself, so a prepared result never keeps its job alive, and not
+    the resized frames either: the processor's pixels are all the model needs of them.
+    """
+
     text: str
-    vision: VisionInputs
+    inputs: Any
     settings: GenerationSettings
     tokens: AnswerTokens | None  # the answer tokens read in probability mode, else None
+
+
+@dataclass
+class _Slot:
+    slot: int
+    job: ScoreJob
+    prepared: PreparedJob
 
 
 @register_backend
@@ -140,6 +167,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         self._processor: Any = None
         self._checkpoint_budget: int | None = None
         self._answer_tokens: ScaleTokens | None = None
+        self._prefetch: Prefetcher[ScoreJob, PreparedJob] | None = None
 
     def load(self) -> None:
         """Load the processor and weights onto ``device``; ``ImportError`` names the extra to install.
@@ -162,8 +190,15 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         model = getattr(transformers, family.model_class).from_pretrained(
             self.model, dtype=torch_dtype(torch, self.dtype, self.device)
         )
+        from vlm_reward.backends import vision_encoder
+
+        vision_encoder.install(model)
         self._model = model.to(self.device).eval()
         self._processor = processor
+        # Each preparing thread gets its own processor: a fast tokenizer is not thread-safe.
+        self._prefetch = Prefetcher(
+            self._prepare_job, lambda: copy.deepcopy(processor), workers=PREPARE_WORKERS, name=self.name
+        )
         self._checkpoint_budget = model.generation_config.max_new_tokens
         self._answer_tokens = answer_tokens_or_error(processor.tokenizer)
 
@@ -192,50 +227,64 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         if self._model is None:
             raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
         results: list[str | ProbabilityAnswer | Exception] = [RuntimeError("no output")] * len(jobs)
-        groups: dict[GenerationSettings | str, list[_PreparedJob]] = {}
+        groups: dict[GenerationSettings | str, list[_Slot]] = {}
         for slot, job in enumerate(jobs):
             if job.cancelled.is_set():
                 results[slot] = JobCancelledError("the job was cancelled before it started.")
                 continue
             try:
-                prepared = self._prepare(slot, job)
+                prepared = self._prefetch.take(job)
             except Exception as exc:  # one bad job must not fail its batch-mates
                 results[slot] = exc
                 continue
             key = "probability" if prepared.tokens is not None else prepared.settings
-            groups.setdefault(key, []).append(prepared)
+            groups.setdefault(key, []).append(_Slot(slot, job, prepared))
         for key, group in groups.items():
             try:
                 answers = self._judge(group) if key == "probability" else self._run(group, key)
             except Exception as exc:
                 answers = [exc] * len(group)
-            for prepared, answer in zip(group, answers, strict=True):
-                results[prepared.slot] = answer
+            for item, answer in zip(group, answers, strict=True):
+                results[item.slot] = answer
         return results
 
-    def _prepare(self, slot: int, job: ScoreJob) -> _PreparedJob:
-        """Prompt, pixels and settings of one job; in probability mode the prompt ends with the
-        preset's answer prefix (the answer tokens are read right after it)."""
+    def prepare_ahead(self, job: ScoreJob) -> None:
+        """Start ``job``'s CPU steps on the preparing threads (see the module docstring)."""
+        if self._prefetch is not None:
+            self._prefetch.start(job)
+
+    def prepare(self, job: ScoreJob) -> PreparedJob:
+        """``job``'s inputs: the prepared ones if :meth:`prepare_ahead` started them, else built here."""
+        if self._prefetch is None:
+            raise RuntimeError(f"backend {self.name!r} is not loaded; call load() first.")
+        return self._prefetch.take(job)
+
+    def _prepare_job(self, job: ScoreJob, processor: Any) -> PreparedJob:
+        """Prompt, pixels, tensors and settings of one job, with this thread's ``processor``; in
+        probability mode the prompt ends with the preset's answer prefix (the answer tokens are
+        read right after it)."""
         spec, settings = self.job_settings(job)
         tokens = None
         if (job.score_mode or self.default_score_mode) == "probability":
             tokens = require_answer_tokens(self._answer_tokens, spec.answer_scale, self.name)
         clip = job_clip(job)
         messages = job_messages(spec, job, clip)
-        text = render_prompt(self._processor, messages) + (spec.answer_prefix if tokens else "")
-        vision = load_vision_inputs(messages, clip, self.require_family())
-        return _PreparedJob(slot, job, text, vision, settings, tokens)
+        text = render_prompt(processor, messages) + (spec.answer_prefix if tokens else "")
+        vision = load_vision_inputs(messages, clip, self.require_family(), job.native_frame_size)
+        return PreparedJob(text, processor_inputs(processor, [text], [vision]), settings, tokens)
 
-    def _model_inputs(self, group: list[_PreparedJob]) -> Any:
-        inputs = processor_inputs(self._processor, [p.text for p in group], [p.vision for p in group])
-        inputs = inputs.to(self._model.device)
+    def _model_inputs(self, prepared: Sequence[PreparedJob]) -> Any:
+        """The batch's tensors on the model's device: the jobs' own processor outputs, joined."""
+        tokenizer = self._processor.tokenizer
+        parts = [p.inputs for p in prepared]
+        inputs = join_inputs(parts, tokenizer.pad_token_id, tokenizer.padding_side).to(self._model.device)
         # Pixels go in at the model's dtype; the processor emits float32.
         for key in ("pixel_values", "pixel_values_videos"):
             if key in inputs:
                 inputs[key] = inputs[key].to(self._model.dtype)
         return inputs
 
-    def _judge(self, group: list[_PreparedJob]) -> list[ProbabilityAnswer]:
+    def _judge(self, group: list[_Slot]) -> list[ProbabilityAnswer]:
         """Each job's expected answer score from one forward pass: the next-token distribution
         after its prompt, read at its preset's answer tokens (yes/no: P(yes)).
 
@@ -243,24 +292,24 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         """
         import torch
 
-        inputs = self._model_inputs(group)
+        inputs = self._model_inputs([item.prepared for item in group])
         with torch.inference_mode():
             logits = self._model(**inputs).logits[:, -1, :]
         rows = torch.log_softmax(logits.float(), dim=-1)
         answers = []
-        for prepared, row, prompt in zip(group, rows, _prompt_lengths(inputs), strict=True):
-            prepared.job.usage.record(prompt, generated=1)
-            ids = prepared.tokens.ids
+        for item, row, prompt in zip(group, rows, _prompt_lengths(inputs), strict=True):
+            item.job.usage.record(prompt, generated=1)
+            tokens = item.prepared.tokens
             answers.append(
-                probability_answer(dict(zip(ids, row[ids].tolist(), strict=True)), prepared.tokens)
+                probability_answer(dict(zip(tokens.ids, row[tokens.ids].tolist(), strict=True)), tokens)
             )
         return answers
 
-    def _run(self, group: list[_PreparedJob], settings: GenerationSettings) -> list[str | Exception]:
+    def _run(self, group: list[_Slot], settings: GenerationSettings) -> list[str | Exception]:
         import torch
         from transformers import StoppingCriteriaList
 
-        inputs = self._model_inputs(group)
+        inputs = self._model_inputs([item.prepared for item in group])
         kwargs = settings.generate_kwargs(self._checkpoint_budget)
         stop = StoppingCriteriaList([cancel_criterion([p.job for p in group])])
         with torch.inference_mode():
@@ -279,6 +328,8 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
 
     def close(self) -> None:
         """Drop the model and processor so their memory can be reclaimed."""
+        if self._prefetch is not None:
+            self._prefetch.close()
         self._model = None
         self._processor = None
 

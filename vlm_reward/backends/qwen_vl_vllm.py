@@ -111,7 +111,7 @@ def build_vllm_request(
     clip = job_clip(job)
     messages = job_messages(spec, job, clip)
     prompt = processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) + prefix
-    vision = load_vision_inputs(messages, clip, family)
+    vision = load_vision_inputs(messages, clip, family, job.native_frame_size)
     mm_data: dict[str, Any] = {"video": list(zip(vision.videos, vision.video_metadata, strict=True))}
     if vision.images:
         mm_data["image"] = vision.images

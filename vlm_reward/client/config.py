@@ -126,6 +126,12 @@ class RewardModelConfig(ConfigBlock):
         description="Frame rate of the MP4 sent to the server.",
         json_schema_extra=ASKS_JUDGE,
     )
+    native_frame_size: bool = Field(
+        False,
+        description="True: the judge sees frames at their own size in whole visual tokens (256 px: "
+        "252 for Qwen2.5-VL, 256 for Qwen3-VL), not upscaled to its video pixel floor (336, 384).",
+        json_schema_extra=ASKS_JUDGE,
+    )
     fail_on_request_error: bool = Field(
         False, description="True: stop on a failed request instead of using the fallback."
     )

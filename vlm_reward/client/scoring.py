@@ -238,6 +238,7 @@ class RewardClient:
                 nframes=nframes,
                 max_pixels=self.cfg.max_pixels,
                 video_fps=self.cfg.video_fps,
+                native_frame_size=self.cfg.native_frame_size,
                 backend=self.cfg.backend,
                 backend_kwargs=dict(self.cfg.backend_kwargs),
                 score_mode=self.cfg.score_mode,
@@ -247,7 +248,11 @@ class RewardClient:
             message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             where = ", ".join(self.replicas.endpoints)
             raise RewardRequestError("invalid_request", where, message) from exc
-        return request.model_dump(exclude_none=True)
+        payload = request.model_dump(exclude_none=True)
+        if not request.native_frame_size:
+            # Left out at its default: a server older than the setting refuses unknown fields.
+            del payload["native_frame_size"]
+        return payload
 
     def _post(self, payload: dict[str, Any]) -> tuple[ScoreResponse, str, int]:
         """(response, replica, failovers): rounds over the replicas, retried for transient errors."""

@@ -33,6 +33,7 @@ def make_job(req: ScoreRequest, video: LocalVideo, mode: str) -> ScoreJob:
         max_pixels=req.max_pixels,
         video_fps=req.video_fps,
         backend_kwargs=dict(req.backend_kwargs),
+        native_frame_size=req.native_frame_size,
     )
 
 

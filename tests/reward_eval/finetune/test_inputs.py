@@ -32,7 +32,7 @@ def test_training_inputs_are_the_backends_token_ids_and_pixels(
     job = request.job("put the soup in the basket", sample_mp4, frames=16)
     family = checkpoint_family(backend.model)
     mine = model_inputs(backend._processor, family, request.prompt(), job)
-    served = backend._model_inputs([backend._prepare(0, job)])  # what generate() runs the model on
+    served = backend._model_inputs([backend.prepare(job)])  # what generate() runs the model on
     assert sorted(mine.keys()) == sorted(served.keys())
     for key in served:
         assert torch.equal(mine[key], served[key]), key

@@ -268,3 +268,28 @@ def _wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         time.sleep(0.005)
+
+
+def test_on_submit_sees_each_job_as_it_is_queued_while_the_model_is_busy(make_batcher) -> None:
+    """The hook a backend starts a job's CPU work from: called at submit, not when its batch runs."""
+    gen = RecordingGenerate()
+    seen: list[tuple[int, int]] = []  # (job, batches finished when it was seen)
+    batcher = make_batcher(
+        gen, max_batch_size=8, max_wait_ms=0, on_submit=lambda j: seen.append((j, len(gen.batches)))
+    )
+    gen.release.clear()  # the first batch holds the model
+    first = batcher.submit(1)
+    while not batcher.running:
+        time.sleep(0.005)
+    later = [batcher.submit(j) for j in (2, 3)]
+    assert seen == [(1, 0), (2, 0), (3, 0)]  # all seen before any batch finished
+    gen.release.set()
+    assert [f.result(timeout=5) for f in (first, *later)] == [2, 4, 6]
+
+
+def test_an_on_submit_that_raises_still_queues_the_job(make_batcher) -> None:
+    def broken(job: int) -> None:
+        raise RuntimeError("prefetch failed")
+
+    batcher = make_batcher(RecordingGenerate(), max_batch_size=8, max_wait_ms=0, on_submit=broken)
+    assert batcher.submit(5).result(timeout=5) == 10
