@@ -154,8 +154,7 @@ def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     # The fine-tuned judge: its metrics are computed and written, nothing more holds on every CPU.
     # Trained on one success, what it calls the held-out examples depends on the kernels (AVX-512:
     # every counterfactual a failure; ATen's default kernels with one thread: some a success), and
-    # with one held-out success its AUROC moves in steps of 1/6; docs/evaluate/finetune.md reports
-    # a split where a held-out number means something.
+    # with one held-out success its AUROC moves in steps of 1/6 (docs/evaluate/finetune.md).
     assert 0.0 <= tuned["auroc"] <= 1.0 and 0.0 <= tuned["brier"] <= 1.0
     assert all(0.0 <= rate <= 1.0 for rate in tuned["audit"].values())
     for block in (base, tuned):
