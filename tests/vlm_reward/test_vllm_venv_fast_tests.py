@@ -5,10 +5,14 @@ checkpoint, parsing and protocol must hold there as they do in the main venv. Th
 pytest in that venv, in a subprocess, on ``tests/vlm_reward -m "not slow"`` (this test is
 slow, so it does not run itself), with a hard timeout.
 
-Left out: ``test_backend_qwen_vl_hf.py``. The transformers backend supports transformers
-<= 4.57.6 (pyproject's ``hf`` extra, the main venv's version) and is never served from the
-vLLM venv; under transformers 5 its processor call is rejected (it passes one ``fps`` per
-video as a list, which transformers 5 only takes as a number).
+Left out: the tests of the transformers backend (``test_backend_qwen_vl_hf.py``), of its batched
+inputs (``test_input_batch.py``) and of its vision encoder (``test_vision_encoder.py``). The
+transformers backend and the fine-tune support transformers <= 4.57.6 (pyproject's ``hf`` extra,
+the main venv's version) and never run in the vLLM venv; under transformers 5 the processor call
+is rejected (one ``fps`` per video as a list, which transformers 5 only takes as a number) and the
+vision encoder returns a model output instead of a tensor. The ``resnet`` backend's tests that
+build RLinf's model are all slow (the vLLM venv has no RLinf); its fast ones, the missing-RLinf
+message among them, run there.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-NOT_FOR_TRANSFORMERS_5 = ("tests/vlm_reward/backends/test_backend_qwen_vl_hf.py",)
+NOT_FOR_TRANSFORMERS_5 = tuple(
+    f"tests/vlm_reward/backends/{name}.py"
+    for name in ("test_backend_qwen_vl_hf", "test_input_batch", "test_vision_encoder")
+)
 # Read the env and training YAMLs with OmegaConf, which only the env's venv has (the client and the
 # replica code do not need it).
 ENV_ONLY = ("tests/vlm_reward/client/test_config.py", "tests/vlm_reward/ray_replicas/test_replica_config.py")

@@ -84,7 +84,8 @@ def test_bad_backend_kwargs_are_refused(kwargs, problem) -> None:
         resolve_backend("resnet")("unused", **kwargs)
 
 
-def test_without_rlinf_loading_names_the_install(monkeypatch, classifier) -> None:
+def test_without_rlinf_loading_names_the_install(monkeypatch) -> None:
+    """Also run for real in the vLLM venv, which has no RLinf."""
     monkeypatch.setitem(sys.modules, "rlinf.models.embodiment.reward.resnet_reward_model", None)
     with pytest.raises(ImportError, match="install rlinf"):
         build_model(CONFIG)
@@ -169,6 +170,9 @@ def test_server_refuses_a_directory_that_is_not_a_classifier_with_exit_2(tmp_pat
     assert f"{tmp_path} is not a classifier checkpoint" in result.stderr.splitlines()[-1]
 
 
-def test_config_round_trip(classifier) -> None:
-    path, _ = classifier
-    assert read_config(path) == CONFIG
+def test_config_round_trip(tmp_path: Path) -> None:
+    """The checkpoint's config reads back as written (no RLinf needed: the weights are not loaded)."""
+    import torch
+
+    write_checkpoint(tmp_path / "c", CONFIG, {"backbone.w": torch.zeros(1)}, {"data": "none"})
+    assert read_config(tmp_path / "c") == CONFIG
