@@ -233,7 +233,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
                 results[slot] = JobCancelledError("the job was cancelled before it started.")
                 continue
             try:
-                prepared = self._prefetch.take(job)
+                prepared = self.prepare(job)
             except Exception as exc:  # one bad job must not fail its batch-mates
                 results[slot] = exc
                 continue

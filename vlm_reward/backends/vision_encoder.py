@@ -179,27 +179,25 @@ REPLACEMENTS: dict[type[nn.Module], type[nn.Module]] = {
 }
 
 
+def _swap_classes(model: nn.Module, classes: dict[type[nn.Module], type[nn.Module]]) -> int:
+    """Give every module of ``model`` whose exact class is a key of ``classes`` that key's value."""
+    swapped = 0
+    for module in model.modules():
+        new_class = classes.get(type(module))
+        if new_class is not None:
+            module.__class__ = new_class
+            swapped += 1
+    return swapped
+
+
 def install(model: nn.Module) -> int:
     """Swap every module of ``model`` that :data:`REPLACEMENTS` names for the project's subclass.
 
     Returns how many were swapped (0 for a model of another architecture). Idempotent.
     """
-    swapped = 0
-    for module in model.modules():
-        replacement = REPLACEMENTS.get(type(module))
-        if replacement is not None:
-            module.__class__ = replacement
-            swapped += 1
-    return swapped
+    return _swap_classes(model, REPLACEMENTS)
 
 
 def uninstall(model: nn.Module) -> int:
     """Put transformers' own classes back (the shipped path, for comparisons); returns how many."""
-    originals = {new: old for old, new in REPLACEMENTS.items()}
-    swapped = 0
-    for module in model.modules():
-        original = originals.get(type(module))
-        if original is not None:
-            module.__class__ = original
-            swapped += 1
-    return swapped
+    return _swap_classes(model, {new: old for old, new in REPLACEMENTS.items()})
