@@ -16,12 +16,20 @@ of one run a controlled mix, which is what a reward-model evaluation needs:
   components of every action (clipped to [-1, 1]). Measured on tasks 0 and 1, trials 0-9:
   0.1 still solves 20/20 (with ~5% more steps), 0.2 solves 3/20, 0.3 none: the jittering
   arm rarely settles within the centimetre the descent waits for.
+- ``place_noise``: the standard deviation (metres) of a Gaussian drawn once per episode and
+  added to the x and y of each object's release point: the object is carried and let go
+  as usual, only where it is let go moves, so a large draw lands it on the rim or beside
+  the container (a miss that looks like a placement).
+
+Where each object is let go can also be set outright (``release``: one ``(x, y)`` per plan
+step, metres from the container's centre); the policy that GRPO trains in
+``examples/embodiment/cpu_learn`` draws them from its learnable Gaussians.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +48,7 @@ class Spoiler:
     action_noise: float = 0.0
     drop: str | None = None
     drop_prob: float = 1.0
+    place_noise: float = 0.0
 
     def __post_init__(self) -> None:
         if not (isinstance(self.action_noise, (int, float)) and 0.0 <= self.action_noise <= 1.0):
@@ -50,6 +59,8 @@ class Spoiler:
             )
         if not (isinstance(self.drop_prob, (int, float)) and 0.0 <= self.drop_prob <= 1.0):
             raise ValueError(f"expert drop_prob must be a number in [0, 1], got {self.drop_prob!r}.")
+        if not (isinstance(self.place_noise, (int, float)) and 0.0 <= self.place_noise <= 0.2):
+            raise ValueError(f"expert place_noise must be metres in [0, 0.2], got {self.place_noise!r}.")
         if self.drop is None and self.drop_prob != 1.0:
             raise ValueError(
                 f"expert drop_prob {self.drop_prob!r} needs a drop phase; "
@@ -60,17 +71,34 @@ class Spoiler:
 class ExpertController:
     """The expert for one episode of ``task``: its plan, whether it drops, and the noise.
 
-    ``seed`` decides the drop and the noise, so an episode is reproducible from it.
-    ``dropping`` says whether this episode will drop its last object.
+    ``seed`` decides the drop, the noise and the release jitter, so an episode is reproducible
+    from it. ``dropping`` says whether this episode will drop its last object; ``release`` holds
+    where each object is let go (metres from the container's centre, ``release`` argument or
+    the plan's, jittered by ``place_noise``).
     """
 
-    def __init__(self, task: str, seed: int = 0, **spoiler: Any) -> None:
+    def __init__(
+        self, task: str, seed: int = 0, release: Sequence[Sequence[float]] | None = None, **spoiler: Any
+    ) -> None:
         self.spoiler = Spoiler(**spoiler)
-        # Separate streams: whether an episode drops does not change its noise.
-        drop_rng, self._rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+        # Separate streams: whether an episode drops does not change its noise or its release points.
+        drop_rng, self._rng, place_rng = (
+            np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3)
+        )
         self.dropping = self.spoiler.drop is not None and drop_rng.random() < self.spoiler.drop_prob
         drop_at = Phase(self.spoiler.drop) if self.dropping else None
-        self._controller = PickPlaceController(plan_for(task), drop_at=drop_at)
+        plan = plan_for(task)
+        points = release_points(plan, release)
+        if self.spoiler.place_noise > 0.0:
+            points = points + place_rng.normal(0.0, self.spoiler.place_noise, size=points.shape)
+        self.release = tuple((float(x), float(y)) for x, y in points)
+        plan = [replace(step, offset=point) for step, point in zip(plan, self.release, strict=True)]
+        self._controller = PickPlaceController(plan, drop_at=drop_at)
+
+    @property
+    def plan_steps(self) -> list[Any]:
+        """The plan this episode runs (the release points in its steps' ``offset``)."""
+        return self._controller.plan
 
     @property
     def phase(self) -> Phase:
@@ -86,11 +114,27 @@ class ExpertController:
         return actions
 
 
+def release_points(plan: Sequence[Any], release: Sequence[Sequence[float]] | None) -> np.ndarray:
+    """``(len(plan), 2)`` release points: ``release`` checked against the plan, else the plan's own."""
+    if release is None:
+        return np.array([step.offset for step in plan], dtype=float)
+    try:
+        points = np.asarray(release, dtype=float)
+    except (TypeError, ValueError):
+        points = np.empty(0)
+    if points.shape != (len(plan), 2) or not np.isfinite(points).all():
+        raise ValueError(
+            f"expert release must be {len(plan)} finite (x, y) points in metres, one per object of the "
+            f"plan, got {release!r}."
+        )
+    return points
+
+
 @register_policy("expert")
 class ExpertPolicy(Policy):
     """A scripted expert per env (see the module docstring), rebuilt at every reset.
 
-    Options (``--policy-kwargs``): ``action_noise``, ``drop``, ``drop_prob``. Each episode
+    Options (``--policy-kwargs``): ``action_noise``, ``drop``, ``drop_prob``, ``place_noise``. Each episode
     gets its own seed from ``seed``, so a run is reproducible and its episodes differ.
     A task the expert has no plan for fails at the reset with the tasks it can solve.
     """

@@ -144,6 +144,7 @@ def test_expert_must_be_reset_and_knows_its_tasks() -> None:
         ({"action_noise": "high"}, "action_noise must be a number in \\[0, 1\\], got 'high'"),
         ({"noise": 0.1}, "unexpected keyword argument 'noise'"),
         ({"drop_prob": 0.5}, "drop_prob 0.5 needs a drop phase; valid drops: descend, close"),
+        ({"place_noise": 0.5}, "place_noise must be metres in \\[0, 0.2\\], got 0.5"),
     ],
     ids=[
         "unknown-phase",
@@ -152,6 +153,7 @@ def test_expert_must_be_reset_and_knows_its_tasks() -> None:
         "noise-not-a-number",
         "unknown-option",
         "prob-without-drop",
+        "place-noise-too-wide",
     ],
 )
 def test_expert_rejects_bad_options(options: dict[str, Any], message: str) -> None:
@@ -192,3 +194,41 @@ def test_action_noise_perturbs_motion_only(noise: float, low: float, high: float
     spread = float(np.abs(noisy[:, :6] - clean[:, :6]).mean())  # ~0.8 sigma, less where clipped
     assert low <= spread <= high
     assert np.abs(noisy).max() <= 1.0 and (noisy[:, 6] == clean[:, 6]).all()
+
+
+def test_release_points_default_to_the_plan_and_are_jittered_per_episode() -> None:
+    plan = [step.offset for step in ExpertController(TASK0).plan_steps]
+    assert ExpertController(TASK0, seed=3).release == tuple(plan)
+    jittered = [ExpertController(TASK0, seed=s, place_noise=0.05).release for s in range(32)]
+    assert jittered[0] == ExpertController(TASK0, seed=0, place_noise=0.05).release, "reproducible"
+    shifts = np.array(jittered) - np.array(plan)
+    assert 0.03 < float(shifts.std()) < 0.07, "about place_noise, on x and y of both objects"
+    assert len({j for j in jittered}) == 32, "a draw per episode"
+
+
+def test_place_noise_does_not_change_the_drop_or_the_action_noise() -> None:
+    raw = _scene_env(1).current_raw_obs[0]
+    for seed in range(8):
+        jittered = ExpertController(
+            TASK0, seed=seed, action_noise=0.3, drop="carry", drop_prob=0.5, place_noise=0.05
+        )
+        clean = ExpertController(TASK0, seed=seed, action_noise=0.3, drop="carry", drop_prob=0.5)
+        assert jittered.dropping == clean.dropping
+        # the first chunk reaches for the first object: where it is let go does not matter yet
+        np.testing.assert_array_equal(jittered.act(raw, 8), clean.act(raw, 8))
+
+
+def test_release_sets_where_each_object_is_let_go() -> None:
+    expert = ExpertController(TASK0, release=[(0.01, -0.05), (0.02, 0.06)])
+    assert expert.release == ((0.01, -0.05), (0.02, 0.06))
+    assert [step.offset for step in expert.plan_steps] == [(0.01, -0.05), (0.02, 0.06)]
+
+
+@pytest.mark.parametrize(
+    "release",
+    [[(0.0, 0.0)], [(0.0, 0.0), (0.0, float("nan"))], [(0.0, 0.0, 0.0), (0.0, 0.0, 0.0)], "left"],
+    ids=["one-point-for-two-objects", "not-finite", "three-coordinates", "not-points"],
+)
+def test_release_must_be_one_finite_point_per_object(release: Any) -> None:
+    with pytest.raises(ValueError, match="expert release must be 2 finite \\(x, y\\) points in metres"):
+        ExpertController(TASK0, release=release)
