@@ -3,10 +3,11 @@
 ``python benchmarks/expert_success.py [--tasks 0,1,7] [--trials 0-49] [--workers 2]``
 
 Plays one episode per (task, initial state) with the expert's controller and the same
-reset as RLinf's ``LiberoEnv`` (the trial's init state, then 15 no-op steps with the
-gripper open), ``--chunk`` actions per observation, and counts the simulator's success
-within ``--max-steps``. Prints the rate per task and per range of ten initial states, and
-appends one JSON line per episode to ``--out`` (an existing file is resumed: episodes
+reset as RLinf's ``LiberoEnv`` (:func:`reward_eval.libero_task.reset_to`), ``--chunk``
+actions per observation, and counts the simulator's success within ``--max-steps``. Prints
+the rate per task and per range of ten initial states, and the episodes by the share of goal
+predicates that hold at their end (for the basket tasks 0, 0.5 or 1: objects placed of two),
+and appends one JSON line per episode to ``--out`` (an existing file is resumed: episodes
 already in it are not played again).
 
 The episodes run in robosuite **without cameras**: rendering is ~90% of a LIBERO step on
@@ -19,10 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -34,10 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make the repo importable
     sys.path.insert(0, str(REPO))
 
+from reward_eval.libero_task import goal_verdict, headless_env, init_states, reset_to, task_files  # noqa: E402
 from reward_eval.policies.expert import EXPERT_DROP_PHASES, ExpertController  # noqa: E402
 from vlm_reward.argtypes import positive_int  # noqa: E402
-
-RESET_NOOPS = 15  # what LiberoEnv.reset steps after setting the init state
 
 
 def trial_range(text: str) -> list[int]:
@@ -53,27 +52,11 @@ def trial_range(text: str) -> list[int]:
         ) from exc
 
 
-def headless_env(suite: str, task_id: int) -> tuple[Any, Any, str]:
-    """A camera-less LIBERO env of ``task_id``, its benchmark and its language instruction."""
-    from libero.libero import benchmark, get_libero_path
-    from libero.libero.envs.env_wrapper import ControlEnv
-
-    bench = benchmark.get_benchmark_dict()[suite]()
-    task = bench.get_task(task_id)
-    bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
-    env = ControlEnv(bddl_file_name=bddl, use_camera_obs=False, has_offscreen_renderer=False, camera_names=[])
-    return env, bench, task.language
-
-
 def play(
     env: Any, init_state: np.ndarray, controller: ExpertController, chunk: int, max_steps: int
 ) -> int | None:
     """Steps to the simulator's success, or None if the episode was truncated."""
-    env.seed(0)
-    env.reset()
-    obs = env.set_init_state(init_state)
-    for _ in range(RESET_NOOPS):
-        obs, *_ = env.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
+    obs = reset_to(env, init_state)
     steps = 0
     while steps < max_steps:
         for action in controller.act(obs, min(chunk, max_steps - steps)):
@@ -86,8 +69,8 @@ def play(
 
 def run_task(args: dict[str, Any], task_id: int, trials: Sequence[int]) -> list[dict[str, Any]]:
     """Every trial of one task in one process (building the env costs seconds)."""
-    env, bench, language = headless_env(args["suite"], task_id)
-    states = bench.get_task_init_states(task_id)
+    bddl, language = task_files(args["suite"], task_id)
+    env, states = headless_env(bddl), init_states(args["suite"], task_id)
     records = []
     for trial in trials:
         controller = ExpertController(language, seed=trial, **args["expert"])
@@ -98,6 +81,7 @@ def run_task(args: dict[str, Any], task_id: int, trials: Sequence[int]) -> list[
                 "task": task_id,
                 "trial": trial,
                 "success": steps is not None,
+                "goal_fraction": goal_verdict(env)[1],
                 "steps": steps,
                 "phase": controller.phase.value,
                 "seconds": round(time.perf_counter() - start, 2),
@@ -132,7 +116,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> str:
     by_task: dict[int, list[dict[str, Any]]] = defaultdict(list)
     for r in records:
         by_task[r["task"]].append(r)
-    lines = ["| task | success | by initial states | median steps (successes) |", "| --- | --- | --- | --- |"]
+    lines = [
+        "| task | success | by initial states | median steps (successes) | goal fraction at the end |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for task, rs in sorted(by_task.items()):
         rs.sort(key=lambda r: r["trial"])
         wins = sum(r["success"] for r in rs)
@@ -142,7 +129,10 @@ def summarize(records: Sequence[dict[str, Any]]) -> str:
         by_range = ", ".join(f"{k * 10}-{k * 10 + 9}: {sum(v)}/{len(v)}" for k, v in sorted(ranges.items()))
         steps = [r["steps"] for r in rs if r["success"]]
         median = int(np.median(steps)) if steps else "n/a"
-        lines.append(f"| {task} | {wins}/{len(rs)} ({100 * wins / len(rs):.0f}%) | {by_range} | {median} |")
+        ends = Counter("n/a" if r.get("goal_fraction") is None else f"{r['goal_fraction']:g}" for r in rs)
+        by_end = ", ".join(f"{g}: {n}" for g, n in sorted(ends.items()))
+        rate = f"{wins}/{len(rs)} ({100 * wins / len(rs):.0f}%)"
+        lines.append(f"| {task} | {rate} | {by_range} | {median} | {by_end} |")
     return "\n".join(lines)
 
 
@@ -163,9 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--workers", type=positive_int, default=2, help="parallel processes (default %(default)s)")
     p.add_argument("--action-noise", type=float, default=0.0)
     p.add_argument("--drop", choices=EXPERT_DROP_PHASES, default=None)
+    p.add_argument(
+        "--place-noise", type=float, default=0.0, help="metres of jitter of each release point (expert)"
+    )
     p.add_argument("--out", type=Path, default=REPO / "runs" / "expert_success.jsonl")
     args = p.parse_args(argv)
-    expert = {"action_noise": args.action_noise, "drop": args.drop}
+    expert = {"action_noise": args.action_noise, "drop": args.drop, "place_noise": args.place_noise}
     settings = {"suite": args.suite, "chunk": args.chunk, "max_steps": args.max_steps, "expert": expert}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     old = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []

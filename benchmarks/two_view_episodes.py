@@ -8,7 +8,6 @@ RLinf's API reward worker shows its judge the main and the wrist camera
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,23 +24,21 @@ class Episode:
 
 
 def render_libero(count: int, steps: int, size: int) -> list[Episode]:
-    """``count`` episodes of libero_10 task 0 of ``steps`` steps each (initial state i, a seeded
-    random walk of the arm), both cameras, upright as LiberoEnv gives them to the policy. One
-    simulator for all of them: MuJoCo's EGL context has crashed here when envs were made one after
-    another in one process."""
-    from libero.libero import benchmark, get_libero_path
+    """``count`` episodes of libero_10 task 0 of ``steps`` steps each (initial state i, reset as
+    ``LiberoEnv`` resets it, then a seeded random walk of the arm), both cameras, upright as
+    LiberoEnv gives them to the policy. One simulator for all of them: MuJoCo's EGL context has
+    crashed here when envs were made one after another in one process."""
     from libero.libero.envs import OffScreenRenderEnv
 
-    suite = benchmark.get_benchmark_dict()["libero_10"]()
-    task = suite.get_task(0)
-    bddl = os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file)
+    from reward_eval.libero_task import init_states, reset_to, task_files
+
+    bddl, language = task_files("libero_10", 0)
+    states = init_states("libero_10", 0)
     env = OffScreenRenderEnv(bddl_file_name=bddl, camera_heights=size, camera_widths=size)
     episodes = []
     try:
-        env.seed(0)
         for i in range(count):
-            env.reset()
-            obs = env.set_init_state(suite.get_task_init_states(0)[i])
+            obs = reset_to(env, states[i])
             rng = np.random.default_rng(i)
             views: dict[str, list[np.ndarray]] = {"main_images": [], "wrist_images": []}
             for _ in range(steps):
@@ -50,7 +47,7 @@ def render_libero(count: int, steps: int, size: int) -> list[Episode]:
                     np.ascontiguousarray(obs["robot0_eye_in_hand_image"][::-1, ::-1])
                 )
                 obs, *_ = env.step(np.append(rng.uniform(-0.5, 0.5, 6), -1.0))
-            episodes.append(Episode(task.language, views))
+            episodes.append(Episode(language, views))
     finally:
         env.close()
     return episodes

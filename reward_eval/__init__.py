@@ -14,5 +14,7 @@ The package is split by role:
 - :mod:`.analysis`: reading episode logs and training-run scalars, and the numbers: VLM vs
   native metrics, agreement curves; pure functions apart from the readers;
 - :mod:`.report`: what a person reads: the evaluation report (Markdown, HTML, figures,
-  the terminal table) and the training-run comparison.
+  the terminal table) and the training-run comparison;
+- :mod:`.classifier`: RLinf's ResNet success classifier trained on simulator labels, its data;
+- :mod:`.libero_task`: a LIBERO task outside RLinf's env, reset as ``LiberoEnv`` resets it.
 """

@@ -3,16 +3,15 @@
 Rendering is ~90% of a LIBERO step on this CPU (benchmark 7: EGL software rendering, ~80 ms per
 camera per frame against ~17 ms of physics and control) and never changes the physics. So an
 episode is played twice over one MuJoCo state sequence: :class:`LabelledScene` steps a camera-less
-env (the same as ``benchmarks/expert_success.py``'s, with ``LiberoEnv``'s reset: the trial's init
-state, then 15 no-op steps with the gripper open), recording the flattened simulator state and the
+env (:mod:`reward_eval.libero_task`: the same env and reset as ``benchmarks/expert_success.py``'s,
+``LiberoEnv``'s reset), recording the flattened simulator state and the
 simulator's verdict at every step; a second env of the same task, with the agentview camera, is
 then set to each kept state only (robosuite's own ``regenerate_obs_from_state``) and its image
 turned upright by RLinf's own ``get_libero_image``, exactly as ``LiberoEnv`` shows the policy and
 the judge its main image.
 
-The verdict per step is LIBERO's own: ``_check_success()`` (the AND of ``_eval_predicate`` over
-``parsed_problem["goal_state"]``) and the fraction of those goal predicates that hold (the
-simulator's progress, kept for progress judges).
+The verdict per step is LIBERO's own (:func:`reward_eval.libero_task.goal_verdict`): success and
+the fraction of the goal's predicates that hold (the simulator's progress, kept for progress judges).
 
 A policy is any registered one (:func:`reward_eval.policies.make_policy`), driven through a
 one-env stand-in of ``LiberoEnv`` (:class:`_OneEnv`) that exposes what policies read.
@@ -20,16 +19,14 @@ one-env stand-in of ``LiberoEnv`` (:class:`_OneEnv`) that exposes what policies 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from reward_eval.libero_task import goal_verdict, headless_env, init_states, reset_to, task_files
 from reward_eval.policies import make_policy
 
-RESET_NOOPS = 15  # LiberoEnv.reset steps this many no-op actions after setting the init state
-NOOP = np.array([0, 0, 0, 0, 0, 0, -1.0])  # no motion, gripper open (reset_gripper_open)
 CHUNK = 8  # actions per policy call, as OpenVLA-OFT and the evaluation job
 
 
@@ -68,21 +65,6 @@ class _OneEnv:
         return [self.task]
 
 
-def bddl_path(suite: str, task_id: int) -> tuple[str, str]:
-    """The task's BDDL file and its language instruction."""
-    from libero.libero import benchmark, get_libero_path
-
-    task = benchmark.get_benchmark_dict()[suite]().get_task(task_id)
-    return os.path.join(get_libero_path("bddl_files"), task.problem_folder, task.bddl_file), task.language
-
-
-def init_states(suite: str, task_id: int) -> np.ndarray:
-    """The task's initial states (LIBERO's trials)."""
-    from libero.libero import benchmark
-
-    return benchmark.get_benchmark_dict()[suite]().get_task_init_states(task_id)
-
-
 class LabelledScene:
     """The two envs of one task: a camera-less one that plays, a camera one that renders.
 
@@ -91,12 +73,9 @@ class LabelledScene:
 
     def __init__(self, suite: str, task_id: int, camera: int) -> None:
         from libero.libero.envs import OffScreenRenderEnv
-        from libero.libero.envs.env_wrapper import ControlEnv
 
-        bddl, self.language = bddl_path(suite, task_id)
-        self.physics = ControlEnv(
-            bddl_file_name=bddl, use_camera_obs=False, has_offscreen_renderer=False, camera_names=[]
-        )
+        bddl, self.language = task_files(suite, task_id)
+        self.physics = headless_env(bddl)
         self.camera = OffScreenRenderEnv(
             bddl_file_name=bddl, camera_names=["agentview"], camera_heights=camera, camera_widths=camera
         )
@@ -113,11 +92,7 @@ class LabelledScene:
         """Play one episode of ``policy`` from initial state ``trial`` to its first success or
         ``max_steps``, then ``after`` more steps if it succeeded; nothing is rendered."""
         env = self.physics
-        env.seed(0)
-        env.reset()
-        obs = env.set_init_state(self.states[trial])
-        for _ in range(RESET_NOOPS):
-            obs, *_ = env.step(NOOP)
+        obs = reset_to(env, self.states[trial])
         agent = make_policy(policy, seed=seed, **policy_kwargs)
         one = _OneEnv(self.language, [obs])
         agent.reset(one, {})
@@ -137,12 +112,10 @@ class LabelledScene:
                     return trajectory
 
     def _record(self, trajectory: Trajectory) -> None:
-        inner = self.physics.env
-        goals = inner.parsed_problem["goal_state"]
-        holds = [bool(inner._eval_predicate(goal)) for goal in goals]
-        trajectory.states.append(np.asarray(inner.sim.get_state().flatten()).copy())
-        trajectory.success.append(bool(inner._check_success()))
-        trajectory.goal_fraction.append(sum(holds) / len(holds))
+        success, fraction = goal_verdict(self.physics)
+        trajectory.states.append(np.asarray(self.physics.env.sim.get_state().flatten()).copy())
+        trajectory.success.append(success)
+        trajectory.goal_fraction.append(fraction)
 
     def render(self, state: np.ndarray) -> np.ndarray:
         """The upright main image at ``state``, as ``LiberoEnv`` shows it: uint8 ``(H, W, 3)``."""
