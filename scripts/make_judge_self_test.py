@@ -31,16 +31,13 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from reward_eval.analysis.episode_log import episode_logs, kept_episodes  # noqa: E402
 from reward_eval.job.env_config import load_env_config  # noqa: E402
+from reward_eval.job.main_job import SELF_TEST  # noqa: E402
 from reward_eval.job.paths import ENV_CONFIG  # noqa: E402
 from reward_eval.judge.counterfactuals import decode_frames  # noqa: E402
 from vlm_reward.perturbations import Source, perturb  # noqa: E402
 from vlm_reward.server.self_test import DEFAULT_SELF_TEST_DIR, SelfTestCase, write_manifest  # noqa: E402
 from vlm_reward.video_io import encode_mp4  # noqa: E402
 
-TASKS = "0,1"  # libero_10 basket tasks the expert solves
-EPISODES_PER_TASK = 3
-POLICY_SEED = 3
-MAX_STEPS = 344
 CAMERA = 128
 PERTURBATIONS = ("reversed", "frozen", "clipped")
 
@@ -53,10 +50,8 @@ def roll_out(work: Path) -> Path:
     OmegaConf.save(cfg, env_config)
     run_dir = work / "run"
     command = [
-        sys.executable, "-m", "reward_eval", "run",
-        "--tasks", TASKS, "--episodes-per-task", str(EPISODES_PER_TASK), "--num-envs", str(EPISODES_PER_TASK),
-        "--max-episode-steps", str(MAX_STEPS), "--policy", "expert", "--policy-seed", str(POLICY_SEED),
-        "--policy-kwargs", '{"drop": "carry", "drop_prob": 0.5}', "--env-config", str(env_config),
+        sys.executable, "-m", "reward_eval", "run", *SELF_TEST.run_args(),
+        "--num-envs", str(SELF_TEST.episodes_per_task), "--env-config", str(env_config),
         "--keep-videos", "--no-audit", "--out", str(run_dir),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
@@ -77,7 +72,7 @@ def build_set(run_dir: Path, out: Path) -> list[SelfTestCase]:
         frames, fps = decode_frames(episode.video)
         perturbation = PERTURBATIONS[successes % len(PERTURBATIONS)]
         successes += 1
-        made = perturb(perturbation, Source(frames, str(record.task_text), None, (POLICY_SEED, i)))
+        made = perturb(perturbation, Source(frames, str(record.task_text), None, (SELF_TEST.policy_seed, i)))
         path = out / f"{i:02d}_task{record.task_id}_{perturbation}.mp4"
         encode_mp4(made.frames, path, fps=fps)
         cases.append(SelfTestCase(path, made.task_text, False, perturbation))
@@ -94,9 +89,11 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(args.out)
         args.out.mkdir(parents=True)
         cases = build_set(run_dir, args.out)
+    tasks = ",".join(map(str, SELF_TEST.tasks))
+    spoiler = ", ".join(f"{key} {value}" for key, value in SELF_TEST.policy_kwargs.items())
     note = (
-        f"Regenerate with scripts/make_judge_self_test.py: libero_10 tasks {TASKS}, the scripted expert "
-        f"(drop carry, drop_prob 0.5, seed {POLICY_SEED}) at {CAMERA}x{CAMERA}, the 16 frames each "
+        f"Regenerate with scripts/make_judge_self_test.py: libero_10 tasks {tasks}, the scripted expert "
+        f"({spoiler}, seed {SELF_TEST.policy_seed}) at {CAMERA}x{CAMERA}, the 16 frames each "
         f"judge saw, and one counterfactual per success ({', '.join(PERTURBATIONS)}, in turn)."
     )
     write_manifest(args.out, cases, note)

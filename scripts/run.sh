@@ -22,9 +22,10 @@ for ((i = 0; i < ${#args[@]}; i++)); do  # an --out of the caller's names the ru
   esac
 done
 CLASSIFIER="$("$PY" -c 'from reward_eval.classifier.setup_checkpoint import CHECKPOINT; print(CHECKPOINT)')"
-"$PY" -m reward_eval run --out "$OUT" \
-  --tasks 0,1 --episodes-per-task 2 --max-episode-steps 400 \
-  --policy expert --policy-kwargs '{"drop": "carry", "drop_prob": 0.5}' --policy-seed 3 "$@"
+# the main job's episodes, one definition (reward_eval/job/main_job.py): tasks, trials, step limit, policy
+MAIN_JOB_ARGS="$("$PY" -m reward_eval.job.main_job)"  # one argument a line; set -e stops on a failure
+readarray -t MAIN_JOB <<<"$MAIN_JOB_ARGS"
+"$PY" -m reward_eval run --out "$OUT" "${MAIN_JOB[@]}" "$@"
 echo "[run.sh] the same episodes judged by the classifier set-up trained on simulator labels ($CLASSIFIER)"
 "$PY" -m reward_eval rescore "$OUT" --backend resnet --model "$CLASSIFIER" --out "$OUT/classifier"
 "$PY" -m reward_eval audit "$OUT/classifier" --backend resnet --model "$CLASSIFIER"

@@ -15,7 +15,8 @@ writes the shipped one, :data:`DEFAULT_DATA_DIR`). Each :class:`LabelledEpisode`
 **The split is the set's, by initial state.** Every episode is ``train`` or ``held_out``, and
 an initial state (task, trial) is never on both sides: frames of one scene would otherwise
 measure what was memorised. The states of the main job's episodes and of the server's shipped
-self-test set (:data:`RESERVED_STATES`) are always held out, so neither is ever trained on.
+self-test set (:data:`RESERVED_STATES`, :mod:`reward_eval.job.main_job`) are always held out, so
+neither is ever trained on.
 
 Pure but for reading and writing the manifest.
 """
@@ -28,12 +29,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reward_eval.job.main_job import MAIN_JOB, SELF_TEST
+
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
 MANIFEST = "manifest.json"
 SPLITS = ("train", "held_out")
-# (task, trial) of libero_10 never trained on: scripts/run.sh plays trials 0-1 of tasks 0 and 1, and
-# the server's shipped self-test set (scripts/make_judge_self_test.py) trials 0-2 of tasks 0 and 1.
-RESERVED_STATES = frozenset((task, trial) for task in (0, 1) for trial in range(3))
+# (task, trial) of libero_10 never trained on: those scripts/run.sh plays and those of the server's
+# shipped self-test set (scripts/make_judge_self_test.py).
+RESERVED_STATES = MAIN_JOB.states() | SELF_TEST.states()
 
 
 @dataclass(frozen=True)

@@ -6,5 +6,6 @@
 - :mod:`.run_dir`: ``settings.json``, the report at the end, and the exit status;
 - :mod:`.judge_config`: the client settings of a command that judges a run's episodes again;
 - :mod:`.audit_run`: one audit of a run dir (``audit``, and ``run``'s own audit);
-- :mod:`.quiet`: the libraries' known start-up notices, silenced message by message.
+- :mod:`.quiet`: the libraries' known start-up notices, silenced message by message;
+- :mod:`.main_job`: the main command's episodes and the shipped self-test set's, defined once.
 """

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from reward_eval.classifier.labelled_set import (
     load_set,
     write_manifest,
 )
+from reward_eval.commands.run import build_parser
+from reward_eval.job.main_job import MAIN_JOB, SELF_TEST
 from tests.support.server import REPO
 
 
@@ -26,25 +29,35 @@ def episode(task: int, trial: int, split: str, video: str = "v.mp4") -> Labelled
     return LabelledEpisode(task, "put it there", trial, "expert", {}, 1, True, 5, split, frames)
 
 
-def run_sh_states() -> set[tuple[int, int]]:
-    """The (task, trial) pairs scripts/run.sh plays: trials 0..N-1 of its --tasks."""
-    text = (REPO / "scripts" / "run.sh").read_text()
-    tasks = re.search(r"--tasks ([\d,]+)", text).group(1)
-    count = int(re.search(r"--episodes-per-task (\d+)", text).group(1))
-    return {(int(t), k) for t in tasks.split(",") for k in range(count)}
+def test_reserved_states_are_the_main_jobs_and_the_self_tests() -> None:
+    assert MAIN_JOB.states() | SELF_TEST.states() == RESERVED_STATES
+    assert MAIN_JOB.states() == {(0, 0), (0, 1), (1, 0), (1, 1)} and (1, 2) in SELF_TEST.states()
 
 
-def self_test_states() -> set[tuple[int, int]]:
-    """The (task, trial) pairs of the shipped self-test set (scripts/make_judge_self_test.py)."""
-    text = (REPO / "scripts" / "make_judge_self_test.py").read_text()
-    tasks = re.search(r'TASKS = "([\d,]+)"', text).group(1)
-    count = int(re.search(r"EPISODES_PER_TASK = (\d+)", text).group(1))
-    return {(int(t), k) for t in tasks.split(",") for k in range(count)}
+@pytest.mark.parametrize(
+    ("path", "uses"),
+    [
+        ("scripts/run.sh", "-m reward_eval.job.main_job)"),
+        ("scripts/make_judge_self_test.py", "*SELF_TEST.run_args()"),
+    ],
+    ids=["run.sh", "self-test"],
+)
+def test_the_scripts_play_the_one_definition(path, uses) -> None:
+    text = (REPO / path).read_text()
+    assert uses in text and "--episodes-per-task" not in text and "--max-episode-steps" not in text
 
 
-@pytest.mark.parametrize("source", [run_sh_states, self_test_states], ids=["run.sh", "self-test"])
-def test_reserved_states_cover_the_main_job_and_the_self_test(source) -> None:
-    assert source() <= RESERVED_STATES
+def test_the_main_jobs_printed_arguments_are_its_episodes() -> None:
+    printed = subprocess.run(
+        [sys.executable, "-m", "reward_eval.job.main_job"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    ).stdout.splitlines()
+    args = build_parser().parse_args(printed)
+    assert (tuple(args.tasks), args.episodes_per_task) == (MAIN_JOB.tasks, MAIN_JOB.episodes_per_task)
+    assert (args.max_episode_steps, args.policy_kwargs) == (400, {"drop": "carry", "drop_prob": 0.5})
 
 
 @pytest.mark.parametrize(
@@ -106,7 +119,7 @@ def test_shipped_set_splits_by_state_and_never_trains_on_reserved_states() -> No
     trained = {e.state for e in shipped.split("train")}
     held = {e.state for e in shipped.split("held_out")}
     assert trained and held and not trained & held
-    assert not trained & (run_sh_states() | self_test_states())
+    assert not trained & RESERVED_STATES
     for task in (0, 1, 7):  # every task is measured, with both outcomes overall
         assert any(state[0] == task for state in held)
     assert {e.native_success for e in shipped.split("held_out")} == {True, False}
