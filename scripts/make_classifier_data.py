@@ -3,17 +3,21 @@
     nice -n 10 timeout 3600 .venv/bin/python scripts/make_classifier_data.py [--out DIR]
 
 One episode per initial state of libero_10 tasks 0, 1 and 7 (50 each), the policy chosen by the
-trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert dropping its
-last object at each phase (near misses: one object in the basket, the other not), the expert
-with action noise 0.2 (mostly failures), and the random policy (other policies' failures). Each
+trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert letting
+each object go off the basket's centre by a Gaussian draw (``misplace``: a mix of placements and
+objects set down on the rim or beside the basket, the failures of the policy GRPO trains in
+``examples/embodiment/cpu_learn``), the expert dropping its last object at each phase (near
+misses: one object in the basket, the other not), the expert with action noise 0.2 (mostly
+failures), and the random policy (other policies' failures). Each
 episode is played without cameras and only its kept frames are rendered
 (:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the env's client would send a
 judge, and for a success six more over the 48 steps after it. Every frame is labelled by the
 simulator (:mod:`reward_eval.classifier.labelled_set`) and goes through one path (render at
 ``--camera`` px, MP4 encode, later decode), so a classifier cannot tell the classes by the codec.
 
-The split is drawn here, by initial state, and written into the manifest: the main job's and
-the self-test's initial states are always held out. Reproducible from ``--seed``: every
+The split is drawn here, by initial state, and written into the manifest: a quarter of each
+task's states held out, half of those (the reserved ones excepted) the test split; the main job's
+and the self-test's initial states are always held out. Reproducible from ``--seed``: every
 episode's policy seed is a function of it, its task and its trial. An interrupted run resumes:
 the episodes already in ``DIR/episodes.jsonl`` are not played again.
 """
@@ -35,12 +39,15 @@ sys.path.insert(0, str(REPO))
 
 from reward_eval.classifier.labelled_set import (  # noqa: E402
     DEFAULT_DATA_DIR,
+    TEST_FRACTION,
     LabelledEpisode,
     LabelledFrames,
     choose_held_out,
+    choose_test,
     write_manifest,
 )
 from reward_eval.classifier.simulation import LabelledScene, Trajectory  # noqa: E402
+from reward_eval.job.main_job import MAIN_JOB  # noqa: E402
 from vlm_reward.frames import evenly_spaced  # noqa: E402
 from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS  # noqa: E402
 from vlm_reward.video_io import encode_mp4  # noqa: E402
@@ -48,17 +55,22 @@ from vlm_reward.video_io import encode_mp4  # noqa: E402
 SUITE = "libero_10"
 TASKS = (0, 1, 7)  # the basket tasks the scripted expert solves
 TRIALS = 50
-MAX_STEPS = 400  # scripts/run.sh's --max-episode-steps
+MAX_STEPS = MAIN_JOB.max_episode_steps  # the set's episodes end where the main command's would
 AFTER_STEPS, AFTER_EVERY = 48, 8  # frames of a success's goal holding: 6, one per 8 steps
 HOLDOUT_FRACTION = 0.25
 PROGRESS = "episodes.jsonl"
+# Metres of Gaussian jitter of each release point (x and y, each object), chosen by measurement
+# (benchmarks/expert_success.py --place-noise, docs/evaluate/classifier.md): 3 cm solves 60% of
+# tasks 0, 1 and 7's trials 10-19, 4.5 cm 43%, 6 cm 20%; 5 cm gives a mix of both objects placed,
+# one placed (the other on the rim or beside the basket) and, more rarely, none.
+PLACE_NOISE = 0.05
 # (name, policy, policy kwargs): trial t of task k plays VARIANTS[(t + k) % len(VARIANTS)].
 VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("expert", "expert", {}),
     ("expert", "expert", {}),
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
+    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
+    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
+    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
     ("drop_carry", "expert", {"drop": "carry"}),
     ("drop_lift", "expert", {"drop": "lift"}),
     ("drop_close", "expert", {"drop": "close"}),
@@ -106,7 +118,7 @@ def make_episode(
     after = labelled(scene, trajectory, after_steps, out / f"{stem}_after.mp4") if after_steps else None
     return LabelledEpisode(
         task, scene.language, trial, policy, kwargs, episode_seed_, trajectory.native_success,
-        trajectory.end, split, served, after,
+        trajectory.end, split, served, after, name,
     )  # fmt: skip
 
 
@@ -122,6 +134,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "nframes": DEFAULT_NFRAMES,
         "after": [AFTER_STEPS, AFTER_EVERY],
         "holdout_fraction": HOLDOUT_FRACTION,
+        "test_fraction": TEST_FRACTION,
         "variants": [list(v) for v in VARIANTS],
         "note": "Regenerate with scripts/make_classifier_data.py.",
     }
@@ -139,6 +152,7 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
     """Every episode of the set, task by task (one simulator process), resuming from ``PROGRESS``."""
     states = [(task, trial) for task in args.tasks for trial in range(args.trials)]
     held = choose_held_out(states, HOLDOUT_FRACTION, args.seed)
+    test = choose_test(held, TEST_FRACTION, args.seed)
     progress = args.out / PROGRESS
     done = resumed(progress)
     start = time.perf_counter()
@@ -148,7 +162,7 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
             continue
         scene = LabelledScene(SUITE, task, args.camera)
         for trial in todo:
-            split = "held_out" if (task, trial) in held else "train"
+            split = "test" if (task, trial) in test else "held_out" if (task, trial) in held else "train"
             episode = make_episode(scene, task, trial, args.seed, args.out, split)
             done[episode.state] = episode
             with progress.open("a") as f:

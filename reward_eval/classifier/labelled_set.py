@@ -12,11 +12,13 @@ writes the shipped one, :data:`DEFAULT_DATA_DIR`). Each :class:`LabelledEpisode`
 - per frame of either: ``success`` (LIBERO's ``_check_success()`` at that step) and
   ``goal_fraction`` (the share of the goal's predicates that hold: the simulator's progress).
 
-**The split is the set's, by initial state.** Every episode is ``train`` or ``held_out``, and
-an initial state (task, trial) is never on both sides: frames of one scene would otherwise
-measure what was memorised. The states of the main job's episodes and of the server's shipped
-self-test set (:data:`RESERVED_STATES`, :mod:`reward_eval.job.main_job`) are always held out, so
-neither is ever trained on.
+**The split is the set's, by initial state.** Every episode is ``train``, ``held_out`` or
+``test``, and an initial state (task, trial) is on one side only: frames of one scene would
+otherwise measure what was memorised. ``held_out`` measures every training run and chose the
+defaults; ``test`` (:data:`TEST_FRACTION` of the held-out states, drawn once) was touched by
+neither, so its numbers are the untouched ones. The states of the main job's episodes and of the
+server's shipped self-test set (:data:`RESERVED_STATES`, :mod:`reward_eval.job.main_job`) are
+always held out, so neither is ever trained on.
 
 Pure but for reading and writing the manifest.
 """
@@ -33,7 +35,10 @@ from reward_eval.job.main_job import MAIN_JOB, SELF_TEST
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
 MANIFEST = "manifest.json"
-SPLITS = ("train", "held_out")
+SPLITS = ("train", "held_out", "test")
+MEASURED = ("held_out", "test")  # the splits never trained on
+# The share of the held-out states (the reserved ones excepted) that become the test split.
+TEST_FRACTION = 0.5
 # (task, trial) of libero_10 never trained on: those scripts/run.sh plays and those of the server's
 # shipped self-test set (scripts/make_judge_self_test.py).
 RESERVED_STATES = MAIN_JOB.states() | SELF_TEST.states()
@@ -81,6 +86,7 @@ class LabelledEpisode:
     split: str
     served: LabelledFrames
     after: LabelledFrames | None = None
+    variant: str = ""  # the name of the policy variant that played it (the set's settings list them)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -115,6 +121,7 @@ class LabelledEpisode:
             str(data["split"]),
             LabelledFrames.from_json(data["served"]),
             None if after is None else LabelledFrames.from_json(after),
+            str(data.get("variant") or ""),
         )
 
 
@@ -127,7 +134,7 @@ class LabelledSet:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
     def split(self, name: str) -> list[LabelledEpisode]:
-        """The episodes of split ``name`` (``train`` or ``held_out``)."""
+        """The episodes of split ``name`` (one of :data:`SPLITS`)."""
         if name not in SPLITS:
             raise ValueError(f"split {name!r} is not one of {', '.join(SPLITS)}.")
         return [e for e in self.episodes if e.split == name]
@@ -143,7 +150,7 @@ def check_split(episodes: Iterable[LabelledEpisode]) -> None:
         sides.setdefault(e.state, set()).add(e.split)
     both = sorted(state for state, found in sides.items() if len(found) > 1)
     if both:
-        raise ValueError(f"initial states (task, trial) {both} are both trained on and held out.")
+        raise ValueError(f"initial states (task, trial) {both} are in more than one split.")
     trained = sorted(state for state, found in sides.items() if state in RESERVED_STATES and "train" in found)
     if trained:
         raise ValueError(
@@ -165,6 +172,21 @@ def choose_held_out(
         count = int(len(pool) * fraction + 0.5)
         held |= {pool[i] for i in rng.permutation(len(pool))[:count]}
     return frozenset(held)
+
+
+def choose_test(
+    held_out: Iterable[tuple[int, int]], fraction: float, seed: int
+) -> frozenset[tuple[int, int]]:
+    """The test states: ``fraction`` of each task's held-out states that are not reserved (rounded
+    down), drawn from ``seed`` on a stream of its own (the held-out draw is unchanged by it)."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, 1])
+    test: set[tuple[int, int]] = set()
+    for task in sorted({t for t, _ in held_out}):
+        pool = sorted(s for s in held_out if s[0] == task and s not in RESERVED_STATES)
+        test |= {pool[i] for i in rng.permutation(len(pool))[: int(len(pool) * fraction)]}
+    return frozenset(test)
 
 
 def write_manifest(root: Path, episodes: Sequence[LabelledEpisode], settings: Mapping[str, Any]) -> Path:

@@ -6,7 +6,7 @@ in a process of their own.
 The simulator renders through EGL in the calling process (the data script's ``LabelledScene``
 holds its envs in-process, unlike ``LiberoEnv``'s workers); a test process that later loads
 triton (torch's compiler, which RLinf's imports pull in) beside a freed EGL context segfaults. So
-the test runs this in a child and reads ``OUT_DIR/check.json``: the episodes (task 0: trial 3, the
+the test runs this in a child and reads ``OUT_DIR/check.json``: the episodes (task 0: trial 10, the
 clean expert, a success; trial 9, the random policy, cut at 40 steps) and, for every kept frame, its
 label beside what LIBERO's own ``_check_success`` says after the episode is replayed from its seed
 and the camera env set to that frame's state.
@@ -38,7 +38,7 @@ def main(out: Path) -> int:
     script = data_script()
     scene = LabelledScene(script.SUITE, 0, 64)
     episodes, checks = [], []
-    for (trial, split), max_steps in zip([(3, "train"), (9, "held_out")], MAX_STEPS, strict=True):
+    for (trial, split), max_steps in zip([(10, "train"), (9, "held_out")], MAX_STEPS, strict=True):
         script.MAX_STEPS = max_steps
         episode = script.make_episode(scene, 0, trial, 0, out, split)
         replay = scene.play(

@@ -12,10 +12,12 @@ import pytest
 from reward_eval.classifier.labelled_set import (
     DEFAULT_DATA_DIR,
     RESERVED_STATES,
+    TEST_FRACTION,
     LabelledEpisode,
     LabelledFrames,
     check_split,
     choose_held_out,
+    choose_test,
     load_set,
     write_manifest,
 )
@@ -63,10 +65,11 @@ def test_the_main_jobs_printed_arguments_are_its_episodes() -> None:
 @pytest.mark.parametrize(
     ("episodes", "problem"),
     [
-        ([episode(0, 5, "train"), episode(0, 5, "held_out")], "both trained on and held out"),
+        ([episode(0, 5, "train"), episode(0, 5, "held_out")], "in more than one split"),
+        ([episode(0, 5, "test"), episode(0, 5, "held_out")], "in more than one split"),
         ([episode(1, 2, "train")], "reserved initial states"),
     ],
-    ids=["state-on-both-sides", "reserved-trained"],
+    ids=["trained-and-held-out", "test-and-held-out", "reserved-trained"],
 )
 def test_check_split_refuses(episodes, problem) -> None:
     with pytest.raises(ValueError, match=problem):
@@ -82,6 +85,17 @@ def test_held_out_holds_every_reserved_state_and_a_share_of_each_task() -> None:
         reserved = sum(1 for s in RESERVED_STATES if s[0] == task)
         assert len(others) == int((50 - reserved) * 0.25 + 0.5)  # rounded half up
     assert held == choose_held_out(states, 0.25, seed=0) != choose_held_out(states, 0.25, seed=1)
+
+
+def test_test_states_are_half_of_each_tasks_held_out_states_never_a_reserved_one() -> None:
+    states = [(task, trial) for task in (0, 1, 7) for trial in range(50)]
+    held = choose_held_out(states, 0.25, seed=0)
+    test = choose_test(held, TEST_FRACTION, seed=0)
+    assert test < held and not test & RESERVED_STATES
+    for task in (0, 1, 7):
+        pool = [s for s in held if s[0] == task and s not in RESERVED_STATES]
+        assert len([s for s in test if s[0] == task]) == int(len(pool) * TEST_FRACTION)
+    assert test == choose_test(held, TEST_FRACTION, seed=0) != choose_test(held, TEST_FRACTION, seed=1)
 
 
 def test_manifest_round_trip(tmp_path: Path) -> None:
@@ -118,11 +132,16 @@ def test_shipped_set_splits_by_state_and_never_trains_on_reserved_states() -> No
     shipped = load_set(DEFAULT_DATA_DIR)  # check_split runs on load
     trained = {e.state for e in shipped.split("train")}
     held = {e.state for e in shipped.split("held_out")}
-    assert trained and held and not trained & held
-    assert not trained & RESERVED_STATES
-    for task in (0, 1, 7):  # every task is measured, with both outcomes overall
-        assert any(state[0] == task for state in held)
-    assert {e.native_success for e in shipped.split("held_out")} == {True, False}
+    test = {e.state for e in shipped.split("test")}
+    assert trained and held and test and not trained & (held | test) and not held & test
+    assert not trained & RESERVED_STATES and not test & RESERVED_STATES
+    settings = shipped.settings
+    states = [(t, k) for t in settings["tasks"] for k in range(settings["trials"])]
+    assert held | test == choose_held_out(states, settings["holdout_fraction"], settings["seed"])
+    assert test == choose_test(held | test, settings["test_fraction"], settings["seed"])
+    for split in ("held_out", "test"):  # every task is measured, with both outcomes overall
+        assert {state[0] for state in {e.state for e in shipped.split(split)}} == {0, 1, 7}
+        assert {e.native_success for e in shipped.split(split)} == {True, False}
 
 
 def test_shipped_labels_are_consistent() -> None:

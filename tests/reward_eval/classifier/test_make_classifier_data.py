@@ -36,6 +36,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[LabelledE
 def test_variants_are_what_the_trials_say(made) -> None:
     _, (success, failure), _ = made
     assert (success.policy, failure.policy) == ("expert", "random")
+    assert (success.variant, failure.variant) == ("expert", "random")
     assert success.native_success and not failure.native_success
     assert success.after is not None and failure.after is None
     assert failure.episode_length == 40
