@@ -50,12 +50,14 @@ def finish_report(
     """Summarize the run's episode logs, write the report, print the table and the report's path.
 
     The summary gets the command lines that re-render this run's report at its best thresholds
-    (:mod:`..report.threshold_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
-    ``run``: ``audit``).
+    (:mod:`..report.threshold_hint`), ``trained_on`` when a classifier judged episodes on its own
+    training states (:mod:`..classifier.trained_states`, said on the terminal too) and the sections
+    in ``extra`` (``rescore --prefixes``: ``progress``; ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
     from reward_eval.analysis.judges import judge_text, mixed_warning
     from reward_eval.analysis.metrics import summarize
+    from reward_eval.classifier.trained_states import trained_on_block, trained_on_line
     from reward_eval.report.audit import audit_lines
     from reward_eval.report.calibration import calibration_lines
     from reward_eval.report.evaluation import write_report
@@ -68,10 +70,14 @@ def finish_report(
         raise RuntimeError(f"no episode was scored: no {EPISODE_LOG_GLOB} in {run_dir}.")
     records = [record for log in logs for record in read_episode_log(log)]
     summary = summarize(records)
+    if (trained := trained_on_block(records, settings)) is not None:
+        summary["trained_on"] = trained
     add_report_hints(summary["calibration"], run_dir)
     summary.update(extra or {})
     paths = write_report(run_dir, records, summary, title=title, settings=settings.to_json())
     print(format_table(summary))
+    if trained is not None:
+        print(f"[reward-eval] {trained_on_line(trained, len(records))}")
     print(f"[reward-eval] judged by: {judge_text(summary['judges'])}")
     if (warning := mixed_warning(summary["judges"])) is not None:
         print(f"[reward-eval] warning: {warning}")

@@ -18,6 +18,7 @@ from typing import Any
 
 from reward_eval.analysis.judges import mixed_warning
 from reward_eval.analysis.metrics import Record, as_records
+from reward_eval.classifier.trained_states import trained_on_line
 from reward_eval.report import plots
 from reward_eval.report.audit import audit_section
 from reward_eval.report.calibration import calibration_section
@@ -219,6 +220,8 @@ def write_report(
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     if (warning := mixed_warning(summary.get("judges") or [])) is not None:
         blocks.append(Alert(warning))
+    if trained := summary.get("trained_on"):
+        blocks.append(Alert(trained_on_line(trained, summary["overall"]["n_episodes"])))
     blocks += provenance_section(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
     sections = (

@@ -7,7 +7,8 @@ Each run dir is a ``run`` or a ``rescore`` of the same episodes (its ``summary.j
 (its identity, from the records), the episodes, the judge's success rate, its agreement with the
 simulator, AUROC, the verdict on the episodes (does every native success score above every
 native failure?) and the audit's judged-success rate per row (``original``: the successes,
-every other row: episodes that must be judged failures).
+every other row: episodes that must be judged failures). A classifier that judged episodes on its
+own training states (the summary's ``trained_on``) gets a "trained on" column: how many.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def row(run_dir: Path) -> dict[str, str]:
         "AUROC": num(overall["auroc"]),
         "successes vs failures": verdict(separates(run_dir)),
     }
+    if trained := summary.get("trained_on"):
+        cells["trained on"] = f"{len(trained['episodes'])} of {overall['n_episodes']}"
     cells.update({name: pct(block["positive_rate"]) for name, block in rows.items()})
     return cells
 

@@ -36,12 +36,22 @@ def format_table(summary: Mapping[str, Any]) -> str:
     """A plain-text table for the terminal: overall and one row per task.
 
     Columns: task, n, native SR, VLM SR, agreement, F1, AUROC, fallbacks, task text. VLM SR,
-    agreement, F1 and AUROC are over the judged (non-fallback) episodes.
+    agreement, F1 and AUROC are over the judged (non-fallback) episodes. A summary with
+    ``trained_on`` (episodes a classifier judged on its own training states:
+    :mod:`reward_eval.classifier.trained_states`) flags their tasks with ``*`` and adds the overall
+    row without them.
     """
     check_summary(summary)
     header = ("task", "n", "native SR", "VLM SR", "agree", "F1", "AUROC", "fallbacks", "task text")
+    trained = summary.get("trained_on") or {}
+    flagged = trained.get("per_task", {})
     rows = [_table_row("overall", summary["overall"], "")]
-    rows += [_table_row(k, b, b["task_text"]) for k, b in summary["per_task"].items()]
+    rows += [
+        _table_row(f"{k} *" if k in flagged else k, b, b["task_text"]) for k, b in summary["per_task"].items()
+    ]
+    if trained.get("without") is not None:
+        text = "overall, without the trained-on episodes"
+        rows.append(_table_row("not trained on", trained["without"], text))
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
 
     def line(row: tuple[str, ...]) -> str:
@@ -50,7 +60,8 @@ def format_table(summary: Mapping[str, Any]) -> str:
 
     source = THRESHOLD_SOURCES.get(summary["threshold_source"], summary["threshold_source"])
     note = f"VLM success = score >= {summary['threshold']:g} ({source}); judge metrics exclude fallbacks"
-    return "\n".join([note, line(header), *map(line, rows)])
+    footer = ["* holds episodes the classifier was trained on (their initial states)"] if flagged else []
+    return "\n".join([note, line(header), *map(line, rows), *footer])
 
 
 def _table_row(label: str, b: Mapping[str, Any], text: str) -> tuple[str, ...]:
