@@ -9,9 +9,16 @@ episode with it costs against the tiny VLM on the same reward server.
    ``resnet`` on a classifier checkpoint (``--model``) and ``qwen_vl_hf`` on the tiny Qwen2.5-VL
    (``python -m vlm_reward.tools.tiny_checkpoint``); the same held-out 16-frame episodes of the
    shipped set sent one at a time and 8 at a time; seconds per episode (client wall time).
+3. **A graded target** (``--part target``): the ``goal_fraction`` target trained two ways with
+   ``train-classifier``'s defaults, seeds ``0..repeats-1``: RLinf's binary cross-entropy with the
+   goal fraction as a soft target, and a regression (the squared error of the same network's
+   sigmoid output against it); per way, every served frame of the held-out and test episodes
+   against the goal fraction (Pearson, mean score per level) and the episodes' AUROC against
+   native success.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_classifier.py --part train
     PYTHONPATH=. .venv/bin/python benchmarks/bench_classifier.py --part serve --model DIR
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_classifier.py --part target --repeats 2
 """
 
 from __future__ import annotations
@@ -124,15 +131,77 @@ def bench_serving(model: str, repeats: int) -> None:
         print_table(f"judging a 16-frame held-out episode ({len(calls)} episodes per run)", rows)
 
 
+def regression_loss(model: Any, images: Any, labels: Any) -> Any:
+    """The squared error of the classifier's output (its sigmoid) against the target."""
+    import torch.nn.functional as F
+
+    return F.mse_loss(model(images)["probabilities"].float(), labels.float().to(images.device))
+
+
+def target_row(model: Any, config: Any, measured: dict[str, Any]) -> dict[str, Any]:
+    """One trained model's measures over the held-out and test episodes together."""
+    from reward_eval.analysis.metrics import auroc
+    from reward_eval.classifier import held_out
+    from reward_eval.classifier.frame_data import frame_labels
+    from reward_eval.classifier.measures import frame_block
+    from vlm_reward.backends.classifier_targets import get_target
+
+    episodes = [e for m in measured.values() for e in m["episodes"]]
+    videos = [v for m in measured.values() for v in m["videos"]]
+    scores = held_out.frame_scores(model, config, videos)
+    fractions = [g for e in episodes for g in e.served.goal_fraction]
+    labels = [x for e in episodes for x in frame_labels(e.served, get_target("goal_fraction"))]
+    cases = [c for m in measured.values() for c in m["cases"] if c[0]["source"] in ("original", "failure")]
+    judged = held_out.judge(model, config, cases)
+    block = frame_block(scores, fractions, labels)
+    block["episodes_auroc"] = auroc([j["score"] for j in judged], [j["label"] for j in judged])
+    return block
+
+
+def bench_target(repeats: int) -> None:
+    import torch
+
+    from reward_eval.classifier.training import Schedule, rlinf_loss, train
+    from reward_eval.commands import train_classifier
+    from vlm_reward.backends.hf_generation import limit_cpu_threads
+    from vlm_reward.backends.resnet_checkpoint import build_model
+
+    limit_cpu_threads(torch)
+    with tempfile.TemporaryDirectory() as tmp:
+        args = train_classifier.parse_args(["--target", "goal_fraction", "--out", str(Path(tmp) / "x")])
+    data, measured = train_classifier.load_data(args)
+    config = train_classifier.classifier_config(args)
+    losses = {"soft BCE (RLinf's loss)": rlinf_loss, "regression (squared error)": regression_loss}
+    count = sum(len(m["episodes"]) for m in measured.values())
+    print(f"{len(data)} training frames; measured: {count} held-out and test episodes")
+    print(
+        "way                         seed  seconds  Pearson r  mean score at goal 0 / 0.5 / 1  episodes AUROC"
+    )
+    for seed in range(repeats):
+        for name, loss_fn in losses.items():
+            torch.manual_seed(seed)
+            model = build_model(config)
+            schedule = Schedule(args.epochs, args.batch_size, args.lr, args.weight_decay, args.shift, seed)
+            state = train(model, data, schedule, desc=name, loss_fn=loss_fn)
+            row = target_row(model, config, measured)
+            levels = " / ".join(f"{v:.3f}" for v in row["mean_score_by_goal_fraction"].values())
+            print(
+                f"{name:27s} {seed:4d}  {state.seconds:7.0f}  {row['pearson_goal_fraction']:9.3f}  "
+                f"{levels:30s}  {row['episodes_auroc']:.3f}"
+            )
+
+
 def main() -> int:
     def add(p: Any) -> None:
-        p.add_argument("--part", choices=("train", "serve"), required=True)
+        p.add_argument("--part", choices=("train", "serve", "target"), required=True)
         p.add_argument("--model", help="classifier checkpoint directory (--part serve)")
 
     args = parse_args(__doc__.split("\n\n")[0], repeats=3, add=add)
     header(f"bench_classifier --part {args.part}")
     if args.part == "train":
         bench_training(args.repeats)
+    elif args.part == "target":
+        bench_target(args.repeats)
     else:
         bench_serving(args.model, args.repeats)
     return 0

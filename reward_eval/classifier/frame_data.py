@@ -1,7 +1,9 @@
 """The labelled set's frames as the classifier's tensors: which frames of an episode train it.
 
-Every frame keeps its simulator label (``success``: the goal holds at that step); nothing is
-labelled by the episode. Of an episode's served frames the last ``frames_per_episode`` train
+Every frame is labelled by the simulator's verdict on its own state, through the training target
+(:mod:`vlm_reward.backends.classifier_targets`: ``success`` by default, the goal holds at that
+step; ``half_goal``; ``goal_fraction``, graded); nothing is labelled by the episode. Of an
+episode's served frames the last ``frames_per_episode`` train
 (``None``: all of them): the end of an episode is where success and failure differ, the early
 frames of every episode look alike. Every after-success frame trains too (the goal holding in
 other arm poses). Frames go through :func:`vlm_reward.backends.resnet_checkpoint.model_input`,
@@ -20,19 +22,22 @@ from typing import Any
 import numpy as np
 
 from reward_eval.classifier.labelled_set import LabelledEpisode, LabelledFrames, LabelledSet
+from vlm_reward.backends.classifier_targets import Target
 from vlm_reward.backends.resnet_checkpoint import model_input
 
 
 @dataclass
 class FrameTensors:
-    """Frames ready for the model: ``images`` float32 ``(N, 3, S, S)``, ``labels`` 0/1 ``(N,)``."""
+    """Frames ready for the model: ``images`` float32 ``(N, 3, S, S)``, ``labels`` ``(N,)`` in
+    [0, 1] (0/1 for a binary target, the target's levels for a graded one)."""
 
     images: Any
     labels: Any
 
-    @property
-    def positives(self) -> int:
-        return int(self.labels.sum())
+    def level_counts(self) -> dict[float, int]:
+        """Frames per label value, lowest first (a binary target: failures, then successes)."""
+        values, counts = np.unique(self.labels.numpy(), return_counts=True)
+        return {float(v): int(c) for v, c in zip(values, counts, strict=True)}
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -69,13 +74,19 @@ def training_picks(
     return picks
 
 
+def frame_labels(frames: LabelledFrames, target: Target) -> list[float]:
+    """``target``'s label of every frame of ``frames``, from the simulator's verdict on it."""
+    return [target.label(s, g) for s, g in zip(frames.success, frames.goal_fraction, strict=True)]
+
+
 def training_tensors(
     labelled_set: LabelledSet,
     episodes: Sequence[LabelledEpisode],
     image_size: int,
     frames_per_episode: int | None,
+    target: Target,
 ) -> FrameTensors:
-    """The training frames of ``episodes`` (see the module docstring) with their labels."""
+    """The training frames of ``episodes`` (see the module docstring) with their ``target`` labels."""
     import torch
 
     images, labels = [], []
@@ -83,7 +94,8 @@ def training_tensors(
         for frames, indices in training_picks(episode, frames_per_episode):
             pixels = decode(labelled_set, frames)[indices]
             images.append(model_input(pixels, image_size))
-            labels += [float(frames.success[i]) for i in indices]
+            every = frame_labels(frames, target)
+            labels += [every[i] for i in indices]
     return FrameTensors(torch.cat(images).contiguous(), torch.tensor(labels))
 
 

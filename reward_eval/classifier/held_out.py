@@ -1,10 +1,10 @@
-"""The training command's before/after numbers: a classifier on the held-out episodes, in process.
+"""The training command's before/after numbers: a classifier on the measured episodes, in process.
 
-Each held-out episode is judged as the ``resnet`` backend judges the video the env's client would
-send (its served frames: the aggregate over the last ``last_k`` of them,
-:mod:`vlm_reward.backends.resnet_checkpoint`), and each held-out success also as the audit's
-counterfactuals of it (:mod:`vlm_reward.perturbations`, seeded per episode as the audit seeds
-them), labelled failures. The judged examples have the fine-tune's shape
+The measured episodes are a split never trained on (``held_out``, and ``test`` apart). Each one is
+judged as the ``resnet`` backend judges the video the env's client would send (its served frames:
+the aggregate over the last ``last_k`` of them, :mod:`vlm_reward.backends.resnet_checkpoint`), and
+each of its successes also as the audit's counterfactuals of it (:mod:`vlm_reward.perturbations`,
+seeded per episode as the audit seeds them), labelled failures. The judged examples have the fine-tune's shape
 (:func:`reward_eval.finetune.metrics.judge_block`: AUROC, Brier, best F1, the audit's positive rate
 per row), so the report, ``finetune.json`` and the terminal table are the fine-tune's.
 
@@ -32,7 +32,7 @@ from vlm_reward.protocol import DEFAULT_NFRAMES
 def examples(
     episodes: Sequence[LabelledEpisode], frames: Sequence[np.ndarray], perturbations: Sequence[str], seed: int
 ) -> list[tuple[dict[str, Any], np.ndarray]]:
-    """(example fields, frames) of every held-out episode and every counterfactual of its successes."""
+    """(example fields, frames) of every episode and every counterfactual of its successes."""
     tasks = {e.task_id: SuiteTask(e.task_id, "", e.task_text) for e in episodes}
     out = []
     for i, (episode, video) in enumerate(zip(episodes, frames, strict=True)):
@@ -60,6 +60,13 @@ def shown(frames: np.ndarray, config: ClassifierConfig, nframes: int = DEFAULT_N
     """The frames the backend scores of a video: the last ``last_k`` of its ``nframes`` shown."""
     indices = evenly_spaced(len(frames), nframes)
     return frames[[indices[i] for i in scored_frames(len(indices), config)]]
+
+
+def frame_scores(model: Any, config: ClassifierConfig, videos: Sequence[np.ndarray]) -> list[float]:
+    """The classifier's score of every frame of ``videos``, in order (one batched pass)."""
+    import torch
+
+    return probabilities(model, torch.cat([model_input(v, config.image_size) for v in videos]))
 
 
 def judge(

@@ -32,6 +32,7 @@ SOURCES = (
     PACKAGE / "training.py",
     REPO / "reward_eval" / "commands" / "train_classifier.py",
     REPO / "vlm_reward" / "backends" / "resnet_checkpoint.py",
+    REPO / "vlm_reward" / "backends" / "classifier_targets.py",
 )
 
 

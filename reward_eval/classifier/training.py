@@ -1,20 +1,30 @@
 """The classifier's training loop: RLinf's own loss on balanced mini-batches of labelled frames.
 
 Each optimizer step feeds one mini-batch to ``ResNetRewardModel.forward(images, labels)`` and
-steps on the binary cross-entropy it returns (RLinf's loss, unweighted). The classes are
-balanced by the draw instead: an epoch is ``len(frames)`` frames drawn with replacement, half
-from each class (:func:`balanced_draw`), so the few success frames are seen as often as the many
-failures and a classifier that answers "failure" everywhere does not sit at a low loss. Each
-frame is shifted by up to ``shift`` px (edge-padded random crop): from scratch, on a few thousand
-frames of one camera, that is what keeps it from learning pixel positions.
+steps on the binary cross-entropy it returns (RLinf's loss, unweighted; it takes soft targets,
+so a graded target such as ``goal_fraction`` trains through it unchanged). The label values are
+balanced by the draw instead: an epoch is ``len(frames)`` frames drawn with replacement, an
+equal share from each label value (:func:`balanced_draw`: for a 0/1 target half from each class,
+for ``goal_fraction``'s 0, 0.5 and 1 a third from each), so the few success frames are seen as
+often as the many failures and a classifier that answers "failure" everywhere does not sit at a
+low loss. Each frame is shifted by up to ``shift`` px (edge-padded random crop): from scratch, on
+a few thousand frames of one camera, that is what keeps it from learning pixel positions.
+
+**The class-prior floor** (:func:`prior_floor`) is the loss of the best constant answer under that
+draw: the mean label over the levels, whose binary cross-entropy is its entropy (``ln 2`` for a
+0/1 target and for ``goal_fraction``'s 0, 0.5, 1 alike). A soft target also has a floor no model
+goes below (a frame labelled 0.5 costs ``ln 2`` even when predicted exactly), so for a graded
+target the trained loss ends between the two, never near 0.
 
 Everything random is drawn from ``(seed, epoch)``. A tqdm bar counts the steps and shows the loss.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,16 +56,26 @@ class TrainState:
 
 
 def balanced_draw(labels: np.ndarray, seed: int, epoch: int) -> np.ndarray:
-    """``len(labels)`` frame indices, each drawn from one class or the other with probability 1/2
-    (uniformly within the class, with replacement); ``ValueError`` unless both classes occur."""
-    positives, negatives = np.flatnonzero(labels > 0.5), np.flatnonzero(labels <= 0.5)
-    if not len(positives) or not len(negatives):
-        raise ValueError(
-            f"training needs both classes, got {len(positives)} success and {len(negatives)} failure frames."
-        )
+    """``len(labels)`` frame indices, each from one of the label values with equal probability
+    (uniformly within the value's frames, with replacement); ``ValueError`` unless two values
+    occur. For 0/1 labels this is the draw of a class with probability 1/2, as it always was (the
+    same random stream: the value is picked, then the highest value's frames drawn first)."""
+    levels = np.unique(labels)[::-1]
+    if len(levels) < 2:
+        raise ValueError(f"training needs two label values or more, got only {levels.tolist()}.")
     rng = np.random.default_rng([seed, epoch])
-    pick_positive = rng.random(len(labels)) < 0.5
-    return np.where(pick_positive, rng.choice(positives, len(labels)), rng.choice(negatives, len(labels)))
+    level = (rng.random(len(labels)) * len(levels)).astype(int)
+    picks = np.stack([rng.choice(np.flatnonzero(labels == value), len(labels)) for value in levels])
+    return picks[level, np.arange(len(labels))]
+
+
+def prior_floor(labels: np.ndarray) -> float:
+    """The loss of the best constant answer under :func:`balanced_draw` (see the module
+    docstring): the entropy of the mean over the label values, in nats."""
+    mean = float(np.unique(labels).mean())
+    if mean in (0.0, 1.0):
+        return 0.0
+    return -(mean * math.log(mean) + (1 - mean) * math.log(1 - mean))
 
 
 def shifted(images: Any, shift: int, rng: np.random.Generator) -> Any:
@@ -71,8 +91,20 @@ def shifted(images: Any, shift: int, rng: np.random.Generator) -> Any:
     return torch.stack([padded[i, :, y : y + size, x : x + size] for i, (y, x) in enumerate(offsets)])
 
 
-def train(model: Any, data: FrameTensors, schedule: Schedule, desc: str = "train classifier") -> TrainState:
-    """Train ``model`` in place on ``data`` for ``schedule.epochs`` (see the module docstring)."""
+def rlinf_loss(model: Any, images: Any, labels: Any) -> Any:
+    """RLinf's own loss: the binary cross-entropy ``ResNetRewardModel.forward(images, labels)`` returns."""
+    return model(images, labels)["loss"]
+
+
+def train(
+    model: Any,
+    data: FrameTensors,
+    schedule: Schedule,
+    desc: str = "train classifier",
+    loss_fn: Callable[[Any, Any, Any], Any] = rlinf_loss,
+) -> TrainState:
+    """Train ``model`` in place on ``data`` for ``schedule.epochs`` (see the module docstring).
+    ``loss_fn(model, images, labels)``: RLinf's loss; a benchmark measures another through it."""
     import torch
     from tqdm import tqdm
 
@@ -90,7 +122,7 @@ def train(model: Any, data: FrameTensors, schedule: Schedule, desc: str = "train
             for first in range(0, len(order), schedule.batch_size):
                 batch = order[first : first + schedule.batch_size]
                 images = shifted(data.images[batch], schedule.shift, rng)
-                loss = model(images, data.labels[batch])["loss"]
+                loss = loss_fn(model, images, data.labels[batch])
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -108,12 +140,14 @@ def train(model: Any, data: FrameTensors, schedule: Schedule, desc: str = "train
 
 
 def probabilities(model: Any, images: Any, batch_size: int = 256) -> list[float]:
-    """P(success) of each image, in eval mode, without gradients."""
+    """P(success) of each image, in eval mode, without gradients, on the model's device."""
     import torch
 
     model.eval()
+    device = next(model.parameters()).device
     out = []
     with torch.inference_mode():
         for first in range(0, len(images), batch_size):
-            out += model(images[first : first + batch_size])["probabilities"].float().tolist()
+            batch = images[first : first + batch_size].to(device)
+            out += model(batch)["probabilities"].float().cpu().tolist()
     return out

@@ -1,25 +1,35 @@
 """Train RLinf's ResNet success classifier on a labelled frame set, then measure it before/after.
 
 ``python -m reward_eval train-classifier [DATA] --out DIR`` (see ``--help``): the set's training
-frames, each with its simulator label (:mod:`..classifier.frame_data`), train RLinf's
+frames, each labelled by the simulator through the training target (``--target``:
+:mod:`vlm_reward.backends.classifier_targets`; :mod:`..classifier.frame_data`), train RLinf's
 ``ResNetRewardModel`` built through its own config (:mod:`vlm_reward.backends.resnet_checkpoint`,
 ``pretrained: False`` unless ``--pretrained``) with RLinf's loss (:mod:`..classifier.training`);
-DIR is then a checkpoint the ``resnet`` backend serves (``--backend resnet --model DIR``). The
-untrained and the trained classifier are measured on the set's held-out episodes and the
-counterfactuals of their successes (:mod:`..classifier.held_out`), side by side in the terminal,
-in ``DIR/finetune.json`` and ``DIR/finetune/report.html``, as ``reward-eval finetune`` reports.
+DIR is then a checkpoint the ``resnet`` backend serves (``--backend resnet --model DIR``), which
+records its target and the initial states it was trained on. The untrained and the trained
+classifier are measured on the set's held-out episodes and the counterfactuals of their successes
+(:mod:`..classifier.held_out`), and apart on its test episodes, side by side in the terminal, in
+``DIR/finetune.json`` and ``DIR/finetune/report.html``, as ``reward-eval finetune`` reports; beside
+them every served frame's score against the simulator's progress and the judged successes per
+policy variant (:mod:`..classifier.measures`).
+
+**A graded target** (``goal_fraction``) takes the same path: the draw balances its label values
+(0, 0.5 and 1 a third each, where a 0/1 target's are half each), the data's counts are per label
+value, the class-prior floor is the loss of the best constant answer (``ln 2`` for both), and the
+measured numbers stay what they are for every target: AUROC against the native success of the
+episodes, and the frames' Pearson correlation with ``goal_fraction``.
 
 Exit status: 0 done; 2 bad options (DATA is not a labelled frame set, an ``--image-size`` larger
 than its frames, an existing DIR without ``--overwrite``); 3 the set cannot train and measure a
-classifier (one class only among its training frames, a held-out split without both classes); 4
-training ended at the class prior (the same probability for every frame; nothing is written to
-DIR but ``finetune.json`` and the report, which say so).
+classifier (one label value only among its training frames, a held-out split without both
+native outcomes); 4 training ended at the class prior (the same probability for every frame, or
+the loss of a constant answer; nothing is written to DIR but ``finetune.json`` and the report,
+which say so).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import sys
 import time
@@ -29,25 +39,22 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.analysis.perturbations import perturbation_names
-from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, LabelledSet, load_set
+from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MEASURED, LabelledSet, load_set
 from reward_eval.exit_statuses import EXIT_BAD_DATA, EXIT_CLASS_PRIOR
 from reward_eval.finetune.report import write_report, write_summary
 from reward_eval.job.options import counterfactual_names
 from vlm_reward.argtypes import float_at_least, non_negative_int, positive_int, unit_interval
+from vlm_reward.backends.classifier_targets import TARGETS, get_target
 from vlm_reward.backends.resnet_checkpoint import ARCHS, ClassifierConfig
 from vlm_reward.exit_statuses import EXIT_OK
+from vlm_reward.protocol import DEFAULT_NFRAMES
 from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
-EPISODE_SOURCES = ("original", "failure")  # the held-out episodes themselves, not counterfactuals
-# Chosen by measurement on this 2-core CPU (benchmarks/README.md, benchmark 15): ResNet-18 at 64 px
-# takes 4.5 ms a frame per training step (96 px 8.4, 128 px 14.7), so six epochs of every labelled
-# frame of the shipped set's training episodes (1,994) take about a minute on a quiet machine, and
-# already separate every held-out success from every held-out failure.
-DEFAULT_ARCH = "resnet18"
-DEFAULT_IMAGE_SIZE = 64
-DEFAULT_FRAMES_PER_EPISODE = 16
+EPISODE_SOURCES = ("original", "failure")  # the measured episodes themselves, not counterfactuals
+DEFAULTS = ClassifierConfig()  # the classifier's defaults are its config's (chosen there, by measurement)
+# Six epochs of every labelled frame of the shipped set's training episodes take about a minute on
+# a quiet machine here (benchmark 15); ten gave the same held-out numbers.
 DEFAULT_EPOCHS = 6
-DEFAULT_LAST_K = 1
 
 
 class DataError(ValueError):
@@ -68,20 +75,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, help="the checkpoint directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
     m = p.add_argument_group("classifier (RLinf's ResNetRewardModel config)")
-    m.add_argument("--arch", choices=ARCHS, default=DEFAULT_ARCH)
-    m.add_argument("--image-size", type=positive_int, default=DEFAULT_IMAGE_SIZE, help="input px (square)")
+    m.add_argument("--arch", choices=ARCHS, default=DEFAULTS.arch)
+    m.add_argument("--image-size", type=positive_int, default=DEFAULTS.image_size, help="input px (square)")
     m.add_argument("--hidden-dim", type=positive_int, help="an MLP head of this width (default: linear)")
-    m.add_argument("--dropout", type=unit_interval, default=0.1)
+    m.add_argument("--dropout", type=unit_interval, default=DEFAULTS.dropout)
     m.add_argument("--pretrained", action="store_true", help="start from ImageNet weights (downloads them)")
     m.add_argument(
-        "--last-k", type=positive_int, default=DEFAULT_LAST_K, help="frames the episode score averages"
+        "--last-k", type=positive_int, default=DEFAULTS.last_k, help="frames the episode score averages"
+    )
+    targets = "; ".join(f"{t.name}: {t.description}" for t in TARGETS.values())
+    m.add_argument(
+        "--target",
+        choices=tuple(TARGETS),
+        default=DEFAULTS.target,
+        help=f"what each frame is labelled, from the simulator's verdict ({targets}; default %(default)s)",
     )
     t = p.add_argument_group("training")
     t.add_argument(
         "--frames-per-episode",
         type=positive_int,
-        default=DEFAULT_FRAMES_PER_EPISODE,
-        help="last served frames of each episode that train (after-success frames always do)",
+        default=DEFAULT_NFRAMES,
+        help="last served frames of each episode that train (after-success frames always do; "
+        "default %(default)s, the frames the env's client sends: all of them)",
     )
     t.add_argument("--epochs", type=positive_int, default=DEFAULT_EPOCHS)
     t.add_argument("--batch-size", type=positive_int, default=64)
@@ -131,46 +146,55 @@ def classifier_config(args: argparse.Namespace) -> ClassifierConfig:
         hidden_dim=args.hidden_dim,
         dropout=args.dropout,
         last_k=args.last_k,
+        target=args.target,
     )
 
 
-def data_block(labelled_set: LabelledSet, data: Any) -> dict[str, Any]:
-    """The summary's data block, in the fine-tune's shape."""
-    held = labelled_set.split("held_out")
-    train = labelled_set.split("train")
+def states_text(episodes: Sequence[Any]) -> list[str]:
+    """The initial states of ``episodes`` as "task T trial S", sorted."""
+    return [f"task {t} trial {s}" for t, s in sorted({e.state for e in episodes})]
+
+
+def data_block(labelled_set: LabelledSet, data: Any, target: str) -> dict[str, Any]:
+    """The summary's data block, in the fine-tune's shape: the training frames per label value of
+    the target, the episodes per split and their successes, the measured splits' states."""
+    by_source = {"train episodes": len(labelled_set.split("train"))}
+    for split in MEASURED:
+        episodes = labelled_set.split(split)
+        by_source[f"{split} episodes"] = len(episodes)
+        by_source[f"{split} successes"] = sum(e.native_success for e in episodes)
     return {
         "examples": len(data),
         "episodes": len(labelled_set.episodes),
-        "by_class": {
-            "train/success frames": data.positives,
-            "train/failure frames": len(data) - data.positives,
-        },
-        "by_source": {
-            "train episodes": len(train),
-            "held-out episodes": len(held),
-            "held-out successes": sum(e.native_success for e in held),
-        },
-        "groups": {"held_out": [f"task {t} trial {s}" for t, s in sorted({e.state for e in held})]},
+        "by_class": {f"train/{target} = {level:g}": n for level, n in data.level_counts().items()},
+        "by_source": by_source,
+        "groups": {split: states_text(labelled_set.split(split)) for split in MEASURED},
     }
 
 
-def load_data(args: argparse.Namespace) -> tuple[Any, list[Any]]:
-    """The training frames and the held-out cases; ``DataError`` when they cannot train and measure."""
+def load_data(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """The training frames and, per measured split with episodes, its episodes, their served
+    frames and its cases; ``DataError`` when they cannot train and measure."""
     from reward_eval.classifier import frame_data, held_out
 
     labelled = args.labelled_set
     train = labelled.split("train")
-    data = frame_data.training_tensors(labelled, train, args.image_size, args.frames_per_episode)
-    if data.positives in (0, len(data)):
+    target = get_target(args.target)
+    data = frame_data.training_tensors(labelled, train, args.image_size, args.frames_per_episode, target)
+    if len(data.level_counts()) < 2:
         raise DataError(
-            f"the training frames of {labelled.root} hold one class only "
-            f"({data.positives} successes of {len(data)} frames)."
+            f"the training frames of {labelled.root} hold one label value only for target {args.target} "
+            f"({data.level_counts()} frames per value)."
         )
-    held = labelled.split("held_out")
-    if len({e.native_success for e in held}) < 2:
+    if len({e.native_success for e in labelled.split("held_out")}) < 2:
         raise DataError(f"the held-out episodes of {labelled.root} need both successes and failures.")
-    cases = held_out.examples(held, frame_data.served_frames(labelled, held), args.counterfactuals, args.seed)
-    return data, cases
+    measured = {}
+    for split in MEASURED:
+        if episodes := labelled.split(split):
+            videos = frame_data.served_frames(labelled, episodes)
+            cases = held_out.examples(episodes, videos, args.counterfactuals, args.seed)
+            measured[split] = {"episodes": episodes, "videos": videos, "cases": cases}
+    return data, measured
 
 
 def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
@@ -178,7 +202,7 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     import torch
 
     from reward_eval.classifier import held_out
-    from reward_eval.classifier.training import Schedule, probabilities, train
+    from reward_eval.classifier.training import Schedule, prior_floor, probabilities, train
     from reward_eval.finetune.readout import at_class_prior
     from vlm_reward.backends.resnet_checkpoint import build_model
 
@@ -187,32 +211,60 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
         limit_cpu_threads(torch)  # torch's default counts the host's cores, not the ones granted
     start = time.perf_counter()
-    data, cases = load_data(args)
+    data, measured = load_data(args)
     loading = round(time.perf_counter() - start, 1)
     config = classifier_config(args)
     torch.manual_seed(args.seed)
     model = build_model(config, pretrained=args.pretrained).to(args.device)
     data.images = data.images.to(args.device)
-    before = held_out.judge(model, config, cases)
+    before = {split: held_out.judge(model, config, m["cases"]) for split, m in measured.items()}
     schedule = Schedule(args.epochs, args.batch_size, args.lr, args.weight_decay, args.shift, args.seed)
     state = train(model, data, schedule)
-    after = held_out.judge(model, config, cases)
-    floor = math.log(2)  # balanced draws: the best constant classifier's loss
+    after = {split: held_out.judge(model, config, m["cases"]) for split, m in measured.items()}
+    floor = prior_floor(data.labels.numpy())  # balanced draws: the best constant answer's loss
     training = {**asdict(state), "steps": state.step, "prior_floor": floor, "loading_seconds": loading}
     summary = {
         "outcome": "done",
         "message": "",
         "out": str(args.out),
         "runs": [str(args.labelled_set.root)],
-        "data": data_block(args.labelled_set, data),
+        "data": data_block(args.labelled_set, data, args.target),
         "hyper_parameters": hyper_parameters(args, config, schedule),
         "training": training,
-        "evaluation": evaluation(args, before, after),
+        "evaluation": {
+            **evaluation(args, before["held_out"], after["held_out"]),
+            **({"test": evaluation(args, before["test"], after["test"])} if "test" in measured else {}),
+            **trained_measures(args, model, config, measured, after),
+        },
     }
     prior = at_class_prior(state.epoch_losses[-1], floor, probabilities(model, data.images))
     if prior:
         summary.update(outcome="class_prior", message=prior)
     return model, summary
+
+
+def trained_measures(
+    args: argparse.Namespace,
+    model: Any,
+    config: ClassifierConfig,
+    measured: dict[str, Any],
+    after: dict[str, list[Any]],
+) -> dict[str, Any]:
+    """The trained classifier's frame measures per measured split and its judged successes per
+    policy variant over all of them (:mod:`..classifier.measures`)."""
+    from reward_eval.classifier import frame_data, held_out, measures
+
+    target = get_target(args.target)
+    frames = {}
+    for split, m in measured.items():
+        scores = held_out.frame_scores(model, config, m["videos"])
+        served = [e.served for e in m["episodes"]]
+        fractions = [g for f in served for g in f.goal_fraction]
+        labels = [label for f in served for label in frame_data.frame_labels(f, target)]
+        frames[split] = measures.frame_block(scores, fractions, labels)
+    variants = {e.served.video: e.variant or e.policy for m in measured.values() for e in m["episodes"]}
+    judged = [case for split in measured for case in after[split]]
+    return {"frames": frames, "variants": measures.variant_block(judged, variants, args.threshold)}
 
 
 def hyper_parameters(args: argparse.Namespace, config: ClassifierConfig, schedule: Any) -> dict[str, Any]:
@@ -247,15 +299,19 @@ def save(args: argparse.Namespace, model: Any, summary: dict[str, Any]) -> None:
     """The checkpoint (config with what it was trained on, weights) into ``--out``."""
     from vlm_reward.backends.resnet_checkpoint import write_checkpoint
 
-    held = summary["data"]["groups"]["held_out"]
-    extra = {"data": str(args.labelled_set.root), "held_out": held, "seed": args.seed}
+    trained = sorted({e.state for e in args.labelled_set.split("train")})
+    extra = {
+        "data": str(args.labelled_set.root),
+        "trained_on": [list(state) for state in trained],
+        **summary["data"]["groups"],
+        "seed": args.seed,
+    }
     write_checkpoint(args.out, classifier_config(args), model.cpu().state_dict(), extra)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point; returns the exit status (see the module docstring)."""
-    from reward_eval.finetune.report import terminal_table
-    from reward_eval.report.table import num
+    from reward_eval.classifier.report import report_blocks, result_lines
 
     args = parse_args(argv)
     if args.overwrite and args.out.exists():
@@ -272,17 +328,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if summary["outcome"] == "done":
         save(args, model, summary)
     write_summary(args.out, summary)
-    page = write_report(args.out, summary)
+    page = write_report(args.out, summary, report_blocks(summary["evaluation"]))
     if summary["outcome"] != "done":
         print(
             f"[reward-eval] training failed: {summary['message']}; no classifier written (report: {page}).",
             file=sys.stderr,
         )
         return EXIT_CLASS_PRIOR
-    print(terminal_table(summary["evaluation"]))
-    aurocs = summary["evaluation"]["episodes_auroc"]
-    base, trained = num(aurocs["base"]), num(aurocs["fine_tuned"])
-    print(f"held-out episodes alone (no counterfactual): AUROC {base} untrained, {trained} trained")
+    for line in result_lines(summary["evaluation"]):
+        print(line)
     seconds = summary["training"]["seconds"]
     print(f"[reward-eval] classifier: {args.out} (trained in {seconds:.0f} s; report: {page})")
     print(f"[reward-eval] serve it: {summary['serve_command']}")

@@ -62,14 +62,14 @@ def comparison_rows(evaluation: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-def terminal_table(evaluation: Mapping[str, Any]) -> str:
-    """The side-by-side table for the terminal (held-out examples)."""
-    header = ("held-out", "base", "fine-tuned")
+def terminal_table(evaluation: Mapping[str, Any], examples: str = "held-out") -> str:
+    """The side-by-side table for the terminal (``examples``: which ones, held-out by default)."""
+    header = (examples, "base", "fine-tuned")
     rows = [header, *comparison_rows(evaluation)]
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [f"{r[0].ljust(widths[0])}  {r[1].rjust(widths[1])}  {r[2].rjust(widths[2])}" for r in rows]
     n = evaluation["base"]["n"]
-    return "\n".join([f"held-out examples: {n} (threshold {evaluation['threshold']:g})", *lines])
+    return "\n".join([f"{examples} examples: {n} (threshold {evaluation['threshold']:g})", *lines])
 
 
 def _data_blocks(summary: Mapping[str, Any]) -> list[Block]:
@@ -106,11 +106,12 @@ def report_blocks(summary: Mapping[str, Any]) -> list[Block]:
     return blocks
 
 
-def write_report(out: Path, summary: Mapping[str, Any]) -> Path:
-    """``out/finetune/report.html`` (and its loss plot); returns the page's path."""
+def write_report(out: Path, summary: Mapping[str, Any], extra: Sequence[Block] = ()) -> Path:
+    """``out/finetune/report.html`` (and its loss plot), ``extra`` blocks (a command's own
+    sections) at its end; returns the page's path."""
     folder = out / REPORT_DIR
     training = summary["training"]
     loss_plot(folder / LOSS_PLOT, training["step_losses"], training["epoch_losses"], training["prior_floor"])
     path = folder / "report.html"
-    path.write_text(render_html(report_blocks(summary), "Fine-tuned judge"), encoding="utf-8")
+    path.write_text(render_html([*report_blocks(summary), *extra], "Fine-tuned judge"), encoding="utf-8")
     return path

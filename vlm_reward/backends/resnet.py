@@ -9,8 +9,9 @@ the classifier once, and the episode's score is the aggregate its checkpoint nam
 states, not behaviour.
 
 Batched: the scored frames of every job of a batch go through one forward pass. The judge
-identity on every score names backend ``resnet``, the checkpoint's directory and the aggregate
-(``<dir> [<aggregate>]``), so two aggregates of one checkpoint are never mixed up in a report.
+identity on every score names backend ``resnet``, the checkpoint's directory, the aggregate and the
+target it was trained on (``<dir> [<aggregate>, target <target>]``), so two aggregates of one
+checkpoint, or a success and a progress judge, are never mixed up in a report.
 
 Optional: RLinf (and torch) are imported in :meth:`ResNetBackend.load` only (RLinf's module pulls
 Ray, peft and transformers); without them loading fails with one sentence naming the install.

@@ -7,8 +7,10 @@ single frames labelled success or failure. RLinf loads its weights from one file
 so a checkpoint here is a directory holding both:
 
 - ``classifier.json`` (:data:`CONFIG_FILE`): :class:`ClassifierConfig` (``arch``, ``image_size``,
-  ``hidden_dim``, ``dropout``, ``normalize``, ``precision``) and how an episode is scored
-  (``aggregate``, ``last_k``);
+  ``hidden_dim``, ``dropout``, ``normalize``, ``precision``), what it was trained to answer
+  (``target``, :mod:`vlm_reward.backends.classifier_targets`; a config without one reads as
+  ``success``) and how an episode is scored (``aggregate``, ``last_k``); beside it what it was
+  trained and measured on (``trained_on``: its training initial states, ``held_out``, ``test``);
 - ``model.safetensors`` (:data:`WEIGHTS_FILE`): the model's state dict (keys ``backbone.*``).
 
 **What it sees** (:func:`model_input`): each frame resized to ``image_size`` x ``image_size``
@@ -32,6 +34,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from vlm_reward.backends.classifier_targets import DEFAULT_TARGET, TARGETS, get_target
+
 CONFIG_FILE = "classifier.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "rlinf-resnet-reward/1"  # written into classifier.json: what made it, for a reader
@@ -46,7 +50,14 @@ INSTALL_HINT = (
 
 @dataclass(frozen=True)
 class ClassifierConfig:
-    """What builds the classifier (RLinf's config keys) and what reads its frames into a score."""
+    """What builds the classifier (RLinf's config keys), what it answers and what reads its
+    frames into a score. The defaults are ``reward-eval train-classifier``'s.
+
+    Chosen by measurement on this 2-core CPU (``benchmarks/bench_classifier.py --part train``,
+    benchmark 15): ResNet-18 at 64 px takes 4.5 ms a frame per training step (96 px 8.4, 128 px
+    14.7), and already separates the held-out successes from the held-out failures; ``last_k`` 1
+    scores an episode by its end state.
+    """
 
     arch: str = "resnet18"
     image_size: int = 64
@@ -56,9 +67,10 @@ class ClassifierConfig:
     precision: str = "fp32"
     aggregate: str = "mean_last"
     last_k: int = 1
+    target: str = DEFAULT_TARGET
 
     def __post_init__(self) -> None:
-        choices = {"arch": ARCHS, "precision": PRECISIONS, "aggregate": AGGREGATES}
+        choices = {"arch": ARCHS, "precision": PRECISIONS, "aggregate": AGGREGATES, "target": tuple(TARGETS)}
         for key, valid in choices.items():
             if getattr(self, key) not in valid:
                 raise ValueError(f"classifier {key} {getattr(self, key)!r} is not one of {', '.join(valid)}.")
@@ -68,8 +80,10 @@ class ClassifierConfig:
                 raise ValueError(f"classifier {key} must be an int >= 1, got {value!r}.")
 
     def describe_aggregate(self) -> str:
-        """The aggregate in words, as the judge identity names it."""
-        return f"mean P(success) of the last {self.last_k} frame{'s' if self.last_k > 1 else ''}"
+        """The aggregate and the target in words, as the judge identity names them, e.g. "mean
+        P(success) of the last 1 frame, target success"."""
+        frames = f"{self.last_k} frame{'s' if self.last_k > 1 else ''}"
+        return f"mean {get_target(self.target).estimates} of the last {frames}, target {self.target}"
 
     def rlinf_config(self, model_path: str | None = None, pretrained: bool = False) -> Any:
         """The ``DictConfig`` RLinf's ``ResNetRewardModel`` is built with. ``pretrained`` (ImageNet

@@ -1,7 +1,14 @@
 """Each judge tool on the classifier set-up trains (issue 38's positive control): one reward server
 with ``--backend resnet --self-test`` (so it serves only once it passed the shipped self-test), the
 shipped set's held-out episodes (initial states never trained on, tasks 0, 1 and 7) re-scored
-through it, audited through it, and replayed through the live watch."""
+through it, audited through it, and replayed through the live watch.
+
+The checkpoint is trained on the CPU the test runs on, so its exact judgements differ between CPUs
+(another CPU's kernels take another training path): every bound is either derived from what a frame
+classifier sees (``wrong_task`` is the original's frames; a shuffled success whose seed puts its own
+end frame last is judged like the original) or a margin that held with room on this CPU and with
+``ATEN_CPU_CAPABILITY=avx2 DNNL_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2`` (docs/evaluate/classifier.md
+has both measurements)."""
 
 from __future__ import annotations
 
@@ -9,6 +16,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from reward_eval.classifier import setup_checkpoint
@@ -17,10 +25,14 @@ from reward_eval.classifier.labelled_set import load_set
 from reward_eval.classifier.watch_replay import replays
 from tests.reward_eval.conftest import run_reward_eval
 from tests.support.server import ServerProcess
+from vlm_reward.video_io import probe_video
 
 pytestmark = pytest.mark.slow
 
-AUROC_FLOOR = 0.95  # the issue's bound on the held-out episodes; docs/evaluation/classifier.md has the value
+AUROC_FLOOR = 0.95  # the issue's bound on the held-out episodes; docs/evaluate/classifier.md has the value
+# Margins on the audit's judged-success rates: each held with room on both CPUs measured.
+AT_MOST = {"frozen": 0.1, "reversed": 0.1, "clipped": 0.1, "failure": 0.15, "shuffled": 0.5}
+CLEAR = 0.2  # an original this far from the threshold keeps its verdict through the re-encode
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +74,14 @@ def test_held_out_auroc_is_at_least_the_floor_with_every_task_measured(rescored:
     assert summary["overall"]["auroc"] >= AUROC_FLOOR
     assert {"0", "1", "7"} <= set(summary["per_task"])
     assert summary["judges"][0]["judge"].startswith("resnet on libero_basket_resnet [mean P(success)")
+    assert "target success]" in summary["judges"][0]["judge"]
+
+
+def shuffled_ends_on_its_end(case: dict) -> bool:
+    """Whether the shuffled counterfactual's last frame is its success's own end frame (the order
+    is drawn from the case's seed, as :func:`vlm_reward.perturbations.shuffled_frames` draws it)."""
+    frames = probe_video(case["video_path"]).num_frames
+    return int(np.random.default_rng(list(case["seed"])).permutation(frames)[-1]) == frames - 1
 
 
 def test_audit_is_what_a_frame_classifier_sees(rescored: Path) -> None:
@@ -70,11 +90,15 @@ def test_audit_is_what_a_frame_classifier_sees(rescored: Path) -> None:
     wrong = [c for c in audit["cases"] if c["perturbation"] == "wrong_task"]
     assert wrong and all(c["score"] == pytest.approx(c["original_score"], abs=1e-6) for c in wrong)
     assert rows["wrong_task"] == rows["original"] >= 0.8  # the text is not seen
-    assert rows["frozen"] == rows["reversed"] == 0.0  # both end on the first frame
-    assert rows["failure"] <= 0.1
-    assert rows["clipped"] <= 0.1  # cut before the goal holds
-    # shuffled: the last frame is a random one of the success's; mostly not its end (19% measured)
-    assert 0.0 < rows["shuffled"] <= 0.35
+    # frozen, reversed: end on the first frame; clipped: before the goal holds; failure: native failures
+    for name, bound in AT_MOST.items():
+        assert rows[name] <= bound, (name, rows[name])
+    # shuffled is judged by whichever frame its seed puts last: where that is the success's own end,
+    # like the original (the same frame, re-encoded), so the rate is at least their share
+    shuffled = [c for c in audit["cases"] if c["perturbation"] == "shuffled"]
+    on_end = [c for c in shuffled if shuffled_ends_on_its_end(c) and abs(c["original_score"] - 0.5) > CLEAR]
+    assert all((c["score"] >= 0.5) == (c["original_score"] >= 0.5) for c in on_end)
+    assert rows["shuffled"] >= sum(c["original_score"] >= 0.5 for c in on_end) / len(shuffled)
 
 
 def test_watch_replay_keeps_the_guard_quiet_and_catches_the_constant_judges(rescored: Path) -> None:

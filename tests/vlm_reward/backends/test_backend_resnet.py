@@ -141,7 +141,7 @@ def test_served_over_http_with_its_identity_and_the_aggregate(classifier, served
     assert answer["score_mode"] == "probability" and answer["prompt_preset"] is None
     assert (answer["backend"], answer["model"]) == (
         "resnet",
-        "basket_resnet [mean P(success) of the last 2 frames]",
+        "basket_resnet [mean P(success) of the last 2 frames, target success]",
     )
     other = requests.post(server.endpoint, json={**body, "task_text": "anything else"}, timeout=60).json()
     assert other["score"] == answer["score"]  # the instruction is not seen

@@ -1,0 +1,84 @@
+"""What ``train-classifier`` measures beyond the fine-tune's table: frames, targets, variants.
+
+Pure functions over judged numbers, for the summary (``finetune.json``), the report and the
+terminal:
+
+- :func:`frame_block`: every served frame of the measured episodes (the frames the env's client
+  sends a judge; the reset frame to the end step), its score against the simulator's progress:
+  the Pearson correlation with ``goal_fraction`` and with the training target's label, and the
+  mean score at each ``goal_fraction`` level. What a progress judge is measured by; a success
+  classifier's correlation is lower by design (it should score one placed object of two as 0);
+- :func:`variant_block`: per policy variant of the set (``expert``, ``misplace``, the drops, ...),
+  its episodes, native successes and judged successes at the threshold: which kind of failure a
+  judge lets through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from vlm_reward.verdict import is_success
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """The Pearson correlation of ``xs`` and ``ys``; ``None`` when either is constant or empty."""
+    x, y = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
+    if len(x) != len(y):
+        raise ValueError(f"pearson needs equally long sequences, got {len(x)} and {len(y)}.")
+    if len(x) < 2 or x.std() == 0 or y.std() == 0:
+        return None
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def frame_block(
+    scores: Sequence[float], goal_fractions: Sequence[float], labels: Sequence[float]
+) -> dict[str, Any]:
+    """The frame measures (see the module docstring): ``frames``, ``pearson_goal_fraction``,
+    ``pearson_target`` and ``mean_score_by_goal_fraction`` (``{"0": m, "0.5": m, "1": m}``)."""
+    fractions = np.asarray(goal_fractions, dtype=np.float64)
+    values = np.asarray(scores, dtype=np.float64)
+    by_level = {f"{level:g}": float(values[fractions == level].mean()) for level in np.unique(fractions)}
+    return {
+        "frames": len(values),
+        "pearson_goal_fraction": pearson(scores, goal_fractions),
+        "pearson_target": pearson(scores, labels),
+        "mean_score_by_goal_fraction": by_level,
+    }
+
+
+def variant_block(
+    judged: Sequence[Mapping[str, Any]], variants: Mapping[str, str], threshold: float
+) -> dict[str, dict[str, int]]:
+    """Per variant (``variants``: video -> variant name), over the judged episodes of ``judged``
+    (``source`` ``original`` or ``failure``): ``episodes``, ``native_successes`` and
+    ``judged_successes`` (score >= ``threshold``), split by native outcome: ``judged_of_successes``,
+    ``judged_of_failures``. Variants in first-seen order."""
+    out: dict[str, dict[str, int]] = {}
+    for case in judged:
+        if case["source"] not in ("original", "failure") or case["score"] is None:
+            continue
+        row = out.setdefault(
+            variants[case["video"]],
+            {"episodes": 0, "native_successes": 0, "judged_of_successes": 0, "judged_of_failures": 0},
+        )
+        yes = is_success(case["score"], threshold)
+        row["episodes"] += 1
+        row["native_successes"] += int(case["label"])
+        row["judged_of_successes" if case["label"] else "judged_of_failures"] += int(yes)
+    return out
+
+
+def variant_lines(block: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """One line per variant: its native successes and failures, and how many of each were judged
+    a success."""
+    lines = []
+    for name, row in block.items():
+        failures = row["episodes"] - row["native_successes"]
+        lines.append(
+            f"{name}: {row['judged_of_successes']}/{row['native_successes']} successes and "
+            f"{row['judged_of_failures']}/{failures} failures judged a success"
+        )
+    return lines
