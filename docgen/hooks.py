@@ -56,9 +56,9 @@ def _prometheus_metrics() -> str:
 
 def _env_metrics() -> str:
     from docgen.metrics_table import env_metrics_table
-    from rlinf.envs.libero.reward_term import VLM_METRICS
+    from rlinf.envs.libero.reward_term import VLM_METRICS, WORKER_METRICS
 
-    return env_metrics_table(VLM_METRICS)
+    return env_metrics_table({**VLM_METRICS, **WORKER_METRICS})
 
 
 def _judge_health_metrics() -> str:
