@@ -38,6 +38,13 @@ def _reward_server_config() -> str:
     return config_table(RewardServerConfig, prefix="reward_server.")
 
 
+def _simulation_config() -> str:
+    from docgen.config_table import dataclass_table
+    from rlinf.envs.libero.simulation import BLOCK, KEYS, SimulationConfig
+
+    return dataclass_table(SimulationConfig, KEYS, prefix=f"{BLOCK}.")
+
+
 def _http_api() -> str:
     from docgen.http_api import error_whens, http_reference, server_schema
     from vlm_reward import errors
@@ -130,6 +137,7 @@ def _layout() -> str:
 GENERATED: dict[str, Callable[[], str]] = {
     "reward-model-config": _reward_model_config,
     "reward-server-config": _reward_server_config,
+    "simulation-config": _simulation_config,
     "http-api": _http_api,
     "prometheus-metrics": _prometheus_metrics,
     "env-metrics": _env_metrics,

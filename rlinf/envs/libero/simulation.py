@@ -2,31 +2,9 @@
 
 RLinf 0.3's ``LiberoEnv`` runs one simulator process per env, renders two 256-px cameras at every
 step (~90% of a step's time here: EGL software rendering) and rebuilds each env at every training
-reset. That is what a run does unless this block says otherwise; its settings let a run that
-needs no pictures of every step (a scripted policy, a judge that sees 16 frames of an episode)
-fit a small machine:
-
-``cameras``
-    False: the physics runs without cameras; ``main_images`` and ``wrist_images`` are 1x1
-    placeholders. With the reward model on, the judge's frames are rendered at the episode's
-    end from simulator states recorded at every step, only the frames the client sends
-    (``reward_model.nframes`` of them, chosen as the client chooses), at ``judge_frame_size``.
-``judge_frame_size``
-    The judge's frames' height and width with ``cameras: False`` (None: ``init_params``'s
-    ``camera_heights``). The main image is rendered as the camera env renders it, upright.
-``envs_per_process``
-    Envs sharing one simulator process (RLinf: 1). A process costs ~2 GB of memory before its
-    first env, so 16 envs fit a 24 GiB machine only a few per process.
-``rebuild_on_reset``
-    False: a training reset that keeps an env's task reuses its simulator (RLinf rebuilds it, as
-    it does for evaluation only when the task changes), and robosuite resets it without reloading
-    its model from XML (``hard_reset: False``); the trial's initial state is set after either.
-``expert_state``
-    True: ``states`` carries the simulator state the scripted policies read
-    (:mod:`rlinf.envs.libero.expert_state`) instead of the proprioception.
-``initial_states``
-    A list of ``[task_id, trial_id]`` the training resets draw their groups' initial states
-    from (None: RLinf's draw over the suite, or ``task_id_filter``).
+reset. That is what a run does unless this block says otherwise; its settings (:data:`KEYS`, the
+docs' table is rendered from it) let a run that needs no pictures of every step (a scripted
+policy, a judge that sees 16 frames of an episode) fit a small machine.
 """
 
 from __future__ import annotations
@@ -36,6 +14,25 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 BLOCK = "simulation"
+# What each key does (docs/env/simulation.md renders this table with the defaults).
+KEYS: dict[str, str] = {
+    "cameras": "False: the physics runs without cameras; `main_images` and `wrist_images` are 1x1 "
+    "placeholders. With the reward model on, the judge's frames are rendered when an episode ends, from "
+    "simulator states recorded at every step: only the `reward_model.nframes` frames the client sends, "
+    "chosen as it chooses them, as the agentview camera shows them, upright",
+    "judge_frame_size": "the judge's frames' height and width with `cameras: False` "
+    "(null: `init_params.camera_heights`)",
+    "envs_per_process": "envs sharing one simulator process (RLinf: 1); a process costs ~2 GB before its "
+    "first env, so 16 envs fit a 24 GiB machine only a few to a process",
+    "rebuild_on_reset": "False: a training reset that keeps an env's task reuses its simulator (RLinf "
+    "rebuilds it; its evaluation resets do not) and robosuite resets it without reloading its model "
+    "(`hard_reset: False`; the reset then ends micrometres from a rebuilt env's, docs/env/simulation.md); "
+    "the trial's initial state is set after either",
+    "expert_state": "True: `states` carries the simulator state the scripted policies read "
+    "(`rlinf/envs/libero/expert_state.py`) instead of the proprioception",
+    "initial_states": "a list of `[task_id, trial_id]` the training resets draw their groups' initial "
+    "states from (null: RLinf's draw over the suite, or `task_id_filter`)",
+}
 
 
 @dataclass(frozen=True)
