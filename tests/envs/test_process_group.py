@@ -56,6 +56,17 @@ def test_a_reconfigure_keeps_an_env_of_the_same_task_and_rebuilds_another(five: 
     assert (obs["name"], obs["builds"]) == ("z", builds + 1)
 
 
+def test_a_frozen_env_repeats_its_last_step_until_its_reset(five: ProcessGroupEnv) -> None:
+    five.reset(id=[0, 1])
+    five.step(np.zeros((2, 1)), id=[0, 1])
+    five.freeze(id=[0])
+    obs, rewards, *_ = five.step(np.array([[1.0], [1.0]]), id=[0, 1])
+    assert [o["steps"] for o in obs] == [1, 2]
+    assert rewards.tolist() == [0.0, 1.0], "the frozen env's last reply, its reward included"
+    assert five.reset(id=[0])[0]["steps"] == 0
+    assert five.step(np.zeros((1, 1)), id=[0])[0][0]["steps"] == 1, "stepped again after its reset"
+
+
 def test_rendering_reaches_the_recorded_states_and_surfaces_the_childs_error(five: ProcessGroupEnv) -> None:
     five.mark_episode_start(id=[2])
     five.step(np.zeros((1, 1)), id=[2])

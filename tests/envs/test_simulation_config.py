@@ -56,3 +56,12 @@ def test_initial_states_read_from_yaml_lists() -> None:
 def test_bad_values_are_named(block: dict[str, Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         SimulationConfig.from_mapping(block)
+
+
+def test_freezing_ended_episodes_refuses_episodes_that_go_on_after_a_success() -> None:
+    from rlinf.envs.libero.simulation_env import SimulationHooks
+
+    cfg = {"simulation": {"step_ended_episodes": False}, "ignore_terminations": True}
+    with pytest.raises(ValueError, match="step_ended_episodes: False needs ignore_terminations: False"):
+        SimulationHooks()._init_simulation(cfg, renders_for_judge=False)
+    SimulationHooks()._init_simulation({**cfg, "ignore_terminations": False}, renders_for_judge=False)

@@ -4,7 +4,8 @@
 ``ReconfigureSubprocEnv`` (``step``, ``reset``, ``seed``, ``set_init_state``,
 ``reconfigure_env_fns``, ``close``) for envs spread over ``ceil(num_envs / per_process)``
 spawned processes, each stepping its envs one after another; with ``rebuild_same_task`` off, a
-reconfigure that keeps an env's task (its BDDL file) keeps its simulator. The processes work in parallel;
+reconfigure that keeps an env's task (its BDDL file) keeps its simulator. :meth:`ProcessGroupEnv.freeze`
+stops stepping an env until its reset (its last step's reply repeats). The processes work in parallel;
 one of them dying or raising is a ``RuntimeError`` in the caller naming the process and its
 traceback, never a hang (every reply has a deadline).
 
@@ -58,16 +59,24 @@ class _Process:
         self.bddl = [p["bddl_file_name"] for p in params]
         self.history: list[list[np.ndarray]] = [[] for _ in params]
         self.camera_envs: dict[tuple[str, int], Any] = {}
+        self.last: dict[int, tuple] = {}  # env -> its last step's reply
+        self.frozen: set[int] = set()  # envs that repeat their last reply until their reset
 
     def step(self, actions: Sequence[np.ndarray], ids: Sequence[int]) -> list[tuple]:
         out = []
         for action, i in zip(actions, ids, strict=True):
-            out.append(self.envs[i].step(action))
-            if self.record:
-                self.history[i].append(self._state(i))
+            if i not in self.frozen:
+                self.last[i] = self.envs[i].step(action)
+                if self.record:
+                    self.history[i].append(self._state(i))
+            out.append(self.last[i])
         return out
 
+    def freeze(self, ids: Sequence[int]) -> None:
+        self.frozen.update(i for i in ids if i in self.last)
+
     def reset(self, ids: Sequence[int]) -> list[Any]:
+        self.frozen.difference_update(ids)
         return [self.envs[i].reset() for i in ids]
 
     def seed(self, seed: int) -> None:
@@ -75,6 +84,7 @@ class _Process:
             env.seed(seed)
 
     def set_init_state(self, states: Sequence[np.ndarray], ids: Sequence[int]) -> list[Any]:
+        self.frozen.difference_update(ids)
         return [self.envs[i].set_init_state(state) for state, i in zip(states, ids, strict=True)]
 
     def reconfigure(self, params: Sequence[dict[str, Any]], ids: Sequence[int]) -> None:
@@ -211,6 +221,11 @@ class ProcessGroupEnv:
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
+
+    def freeze(self, id: Any) -> None:
+        """Stop stepping these envs until their next reset: each ``step`` repeats the env's last
+        ``(obs, reward, done, info)`` and records no state (an env not stepped yet is left alone)."""
+        self._call("freeze", self._ids(id), returns=False)
 
     # ---- recorded states ---------------------------------------------------------------
 

@@ -30,6 +30,9 @@ KEYS: dict[str, str] = {
     "the trial's initial state is set after either",
     "expert_state": "True: `states` carries the simulator state the scripted policies read "
     "(`rlinf/envs/libero/expert_state.py`) instead of the proprioception",
+    "step_ended_episodes": "False: an env whose episode ended in success is not stepped again until its "
+    "reset; its last step repeats (observation, success, reward). RLinf steps it on to the end of the "
+    "rollout epoch and leaves those steps out of training; needs `ignore_terminations: False`",
     "initial_states": "a list of `[task_id, trial_id]` the training resets draw their groups' initial "
     "states from (null: RLinf's draw over the suite, or `task_id_filter`)",
 }
@@ -44,10 +47,11 @@ class SimulationConfig:
     envs_per_process: int = 1
     rebuild_on_reset: bool = True
     expert_state: bool = False
+    step_ended_episodes: bool = True
     initial_states: tuple[tuple[int, int], ...] | None = None
 
     def __post_init__(self) -> None:
-        for name in ("cameras", "rebuild_on_reset", "expert_state"):
+        for name in ("cameras", "rebuild_on_reset", "expert_state", "step_ended_episodes"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"simulation.{name} must be true or false, got {getattr(self, name)!r}.")
         _check_count("envs_per_process", self.envs_per_process, 1)

@@ -10,6 +10,8 @@ its defaults every hook hands straight to RLinf's method, so the env is RLinf's 
 * ``get_env_fn_params``: without ``rebuild_on_reset``, robosuite's soft reset (``hard_reset:
   False``: the model is not reloaded from its XML at every reset; the initial state is set after
   it either way);
+* ``_record_metrics``: without ``step_ended_episodes``, an env whose episode just succeeded is
+  frozen until its reset (:meth:`~rlinf.envs.libero.process_group.ProcessGroupEnv.freeze`);
 * ``_compute_total_num_group_envs``: ``initial_states`` becomes RLinf's pool of valid reset ids,
   which its random and ordered draws then use;
 * ``_extract_image_and_state`` / ``_wrap_obs``: placeholder images without cameras; the packed
@@ -48,6 +50,11 @@ class SimulationHooks:
         self._sim = SimulationConfig.from_mapping(cfg.get(BLOCK, None))
         self._judge_seconds = 0.0  # rendering for and waiting on the judge (reward_term.WORKER_METRICS)
         self._records_states = self._sim.renders_judge_frames and renders_for_judge
+        if not self._sim.step_ended_episodes and cfg.get("ignore_terminations", False):
+            raise ValueError(
+                "simulation.step_ended_episodes: False needs ignore_terminations: False (an episode that "
+                "ignores terminations goes on after a success by design)."
+            )
         if not self._sim.is_default and os.environ.get("LIBERO_TYPE", "standard") != "standard":
             raise ValueError(
                 f"the simulation block needs standard LIBERO; LIBERO_TYPE is {os.environ['LIBERO_TYPE']!r}."
@@ -83,6 +90,12 @@ class SimulationHooks:
             self._valid_reset_state_ids = np.array(
                 [self._reset_id(*pair) for pair in self._sim.initial_states]
             )
+
+    def _record_metrics(self, step_reward: np.ndarray, terminations: np.ndarray, infos: dict) -> dict:
+        infos = super()._record_metrics(step_reward, terminations, infos)
+        if not self._sim.step_ended_episodes and terminations.any():  # LIBERO's termination: success
+            self.env.freeze(np.flatnonzero(terminations))
+        return infos
 
     def _extract_image_and_state(self, obs: dict[str, Any]) -> dict[str, Any]:
         if not self._sim.cameras:  # RLinf's own helpers, on placeholder images
