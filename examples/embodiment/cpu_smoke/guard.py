@@ -232,7 +232,7 @@ class SmokeGuard:
         if self.settings.learning:
             print(
                 f"{took} GRPO step(s) of the learning run; per step, the policy's parameters "
-                "(train/policy/*), the simulator's success (env/success_once) and the judge's rates are in "
+                "(rollout/policy/*), the simulator's success (env/success_once) and the judge's rates are in "
                 f"the run's log dir, the GRPO batches in {self.settings.record_dir}.",
                 flush=True,
             )
