@@ -1,4 +1,4 @@
-"""``compare_rewards.sh --out DIR [--seed S] [--steps N] [--runs native,classifier,tiny_vlm,lenient]``.
+"""``compare_rewards.sh --out DIR [--seed S] [--steps N] [--runs native,classifier,...] [--start rare]``.
 
 Runs ``run_embodiment.sh --cpu-learn`` once per reward setting (:mod:`.runs`), one after another:
 
@@ -30,10 +30,16 @@ from pathlib import Path
 from typing import Any
 
 from examples.embodiment.reward_comparison import judges, results
-from examples.embodiment.reward_comparison.runs import RUNS, RunSpec, overrides, parse_runs
+from examples.embodiment.reward_comparison.runs import (
+    DEFAULT_RUNS,
+    STARTS,
+    RunSpec,
+    overrides,
+    parse_runs,
+)
 from reward_eval.analysis.learning import EPISODES_TAG, GROUPS_TAG, JUDGED_TAG, SUCCESS_TAG
 from reward_eval.analysis.training_runs import read_scalars
-from vlm_reward.exit_statuses import EXIT_FAILED, EXIT_GUARD_STOP, EXIT_OK
+from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_FAILED, EXIT_GUARD_STOP, EXIT_OK
 from vlm_reward.tools.server_process import ServerStartError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -54,7 +60,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0, help="env and actor seed of every run (default 0)")
     p.add_argument("--steps", type=int, default=6, help="GRPO steps per run (default 6)")
-    p.add_argument("--runs", default=",".join(RUNS), help=f"runs, in order (default {','.join(RUNS)})")
+    p.add_argument(
+        "--runs", default=",".join(DEFAULT_RUNS), help=f"runs, in order (default {','.join(DEFAULT_RUNS)})"
+    )
+    p.add_argument(
+        "--start",
+        default="default",
+        choices=STARTS,
+        help="where the release Gaussians start: the config's, or where successes are rare "
+        "(default %(default)s)",
+    )
     p.add_argument(
         "--plugin",
         action="append",
@@ -108,10 +123,20 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def settings_of(args: argparse.Namespace) -> dict[str, Any]:
+    """What every run of one comparison shares: a finished run is reused only under the same."""
+    return {"seed": args.seed, "steps": args.steps, "start": args.start, "overrides": list(args.override)}
+
+
 def run_once(spec: RunSpec, args: argparse.Namespace) -> int:
     """Run ``spec`` unless it finished before; its exit status."""
     run_dir = args.out / spec.name
     if (run_dir / FINISHED).is_file():
+        before = json.loads((run_dir / FINISHED).read_text()).get("settings")
+        if before != settings_of(args):
+            now = settings_of(args)
+            say(f"{spec.name}: {run_dir / FINISHED} ran with {before}, not {now}; use another --out.")
+            return EXIT_BAD_OPTIONS
         say(f"{spec.name}: finished before ({run_dir / FINISHED}); not run again.")
         return EXIT_OK
     shutil.rmtree(run_dir, ignore_errors=True)  # an unfinished run starts over
@@ -126,6 +151,7 @@ def run_once(spec: RunSpec, args: argparse.Namespace) -> int:
             status, log_dir = train(spec, spec.block(server.endpoint), run_dir, args)
     if status in (EXIT_OK, EXIT_GUARD_STOP):
         finished = {"status": status, "wall_s": time.monotonic() - started, "log_dir": str(log_dir)}
+        finished["settings"] = settings_of(args)
         finished["reward_model"] = spec.block("http://127.0.0.1:<port>/score" if spec.judge else None)
         (run_dir / FINISHED).write_text(json.dumps(finished, indent=1) + "\n")
     return status
@@ -205,8 +231,7 @@ def compare(specs: Sequence[RunSpec], args: argparse.Namespace) -> int:
     labels = ",".join(spec.name for spec in specs)
     status = compare_command.main([*runs, "--labels", labels, "--out", str(args.out)])
     records = {name: results.run_record(read_scalars(Path(f["log_dir"])), f) for name, f in finished.items()}
-    settings = {"seed": args.seed, "steps": args.steps, "overrides": args.override}
-    path = results.write_learning(args.out, records, settings)
+    path = results.write_learning(args.out, records, settings_of(args))
     for line in results.summary_lines(records):
         say(line)
     say(f"per step: {path}")

@@ -8,6 +8,8 @@ context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Th
   trained here, stamped, if it is missing or stale);
 - ``lenient``: the same command trained with ``--target half_goal`` (one object of two in the
   basket counts as a success), stamped the same way, beside it;
+- ``progress``: the same with ``--target goal_fraction`` (the share of the goal's predicates
+  that hold: a graded progress judge), beside it too;
 - ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once.
 """
 
@@ -61,10 +63,15 @@ class Judge:
     plugins: tuple[str, ...] = field(default_factory=tuple)
 
 
-LENIENT_CHECKPOINT = setup_checkpoint.CHECKPOINT.with_name(setup_checkpoint.CHECKPOINT.name + "_half_goal")
+def _beside(target: str) -> Path:
+    """Where the classifier trained with ``--target TARGET`` lives: beside set-up's."""
+    return setup_checkpoint.CHECKPOINT.with_name(f"{setup_checkpoint.CHECKPOINT.name}_{target}")
+
+
 JUDGES: dict[str, Judge] = {
     "classifier": Judge("resnet", _classifier((), setup_checkpoint.CHECKPOINT)),
-    "lenient": Judge("resnet", _classifier(("--target", "half_goal"), LENIENT_CHECKPOINT)),
+    "lenient": Judge("resnet", _classifier(("--target", "half_goal"), _beside("half_goal"))),
+    "progress": Judge("resnet", _classifier(("--target", "goal_fraction"), _beside("goal_fraction"))),
     "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm),
 }
 

@@ -49,6 +49,13 @@ RUNS: dict[str, RunSpec] = {
             reward_model={**_JUDGED, "backend": "qwen_vl_hf", "binary_reward": False},
         ),
         RunSpec(
+            "progress",
+            "a classifier trained on the simulator's goal fraction (train-classifier --target "
+            "goal_fraction), its score (the progress of the episode's end) as a graded reward",
+            judge="progress",
+            reward_model={**_JUDGED, "backend": "resnet", "binary_reward": False, "success_threshold": 0.5},
+        ),
+        RunSpec(
             "lenient",
             "a classifier trained to call one object of two in the basket a success, 0/1 at 0.5, "
             "the live watch's guard on (warn)",
@@ -64,6 +71,24 @@ RUNS: dict[str, RunSpec] = {
         ),
     )
 }
+
+
+# Where the release Gaussians start (actor.model.release_mean, metres from the basket's centre); None:
+# the learning config's own. "rare": both objects well off, so successes are rare and most groups of
+# the simulator's 0/1 reward are all failures, while one object of two still lands now and then.
+STARTS: dict[str, list[list[float]] | None] = {
+    "default": None,
+    "rare": [[0.0, -0.08], [0.0, 0.085]],
+}
+DEFAULT_RUNS = ("native", "classifier", "tiny_vlm", "lenient")
+
+
+def start_overrides(name: str) -> list[str]:
+    """The Hydra overrides of ``--start NAME``; ValueError naming the valid starts."""
+    if name not in STARTS:
+        raise ValueError(f"--start {name!r} is not a start; valid: {', '.join(STARTS)}.")
+    mean = STARTS[name]
+    return [] if mean is None else [f"actor.model.release_mean={mean}"]
 
 
 def register_run(spec: RunSpec) -> RunSpec:
