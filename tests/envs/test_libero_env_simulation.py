@@ -36,7 +36,7 @@ def _play(simulation: dict | None, reward_model: bool) -> dict:
             out["obs"].append(env.chunk_step(chunk)[0][-1])
             out["raw"].append(dict(env.current_raw_obs[0]))
         if simulation is not None and reward_model:
-            cached = env.episode_rewards.frames[0]
+            cached = env._rewards.frames[0]  # the reward core's cache: each step's count here
             out["frames"] = env._judge_frames(0, cached, len(cached))
         env.reset()
         out["second_reset"] = dict(env.current_raw_obs[0])
