@@ -71,7 +71,7 @@ def test_rendering_reaches_the_recorded_states_and_surfaces_the_childs_error(fiv
     five.mark_episode_start(id=[2])
     five.step(np.zeros((1, 1)), id=[2])
     with pytest.raises(RuntimeError, match=r"(?s)process 1 failed:.*camera"):
-        five.render_frames(2, [0, 1], 16)  # a stand-in has no camera to render with
+        five.render_frames({2: [0, 1]}, 16)  # a stand-in has no camera to render with
 
 
 def test_failures_are_errors_naming_the_process_never_hangs() -> None:
@@ -82,7 +82,7 @@ def test_failures_are_errors_naming_the_process_never_hangs() -> None:
     envs = group(["die"], per_process=1)
     try:
         with pytest.raises(RuntimeError, match="render_frames\\(\\) needs record_states=True"):
-            envs.render_frames(0, [0], 16)
+            envs.render_frames({0: [0]}, 16)
         with pytest.raises(RuntimeError, match="LIBERO simulator process 0 died \\(exit code 3\\)"):
             envs.step(np.zeros((1, 1)))
     finally:

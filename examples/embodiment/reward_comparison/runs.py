@@ -46,7 +46,14 @@ RUNS: dict[str, RunSpec] = {
             "tiny_vlm",
             "the tiny random-weight Qwen2.5-VL (qwen_vl_hf), its score as a graded reward",
             judge="tiny_vlm",
-            reward_model={**_JUDGED, "backend": "qwen_vl_hf", "binary_reward": False},
+            # native_frame_size: the 128-px frames in whole visual tokens, not upscaled to the 336-px video
+            # floor (a random judge either way; a fraction of the tokens to pay for on two cores)
+            reward_model={
+                **_JUDGED,
+                "backend": "qwen_vl_hf",
+                "binary_reward": False,
+                "native_frame_size": True,
+            },
         ),
         RunSpec(
             "progress",

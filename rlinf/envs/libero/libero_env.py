@@ -275,15 +275,16 @@ class LiberoEnv(SimulationHooks, _upstream.LiberoEnv):
         ended = self._rewards.record_step(
             self._reward_frames(obs), dones, self.success_once, self.elapsed_steps
         )
-        for episode in ended:
-            self._submit(episode)
+        if ended:
+            frames = self._judge_frames({e.env: e.frames for e in ended}, self._reward_model.nframes)
+            for episode in ended:
+                self._submit(episode, frames[episode.env])
         return obs, reward, terminations, truncations, infos
 
-    def _submit(self, ended: Ended) -> None:
+    def _submit(self, ended: Ended, frames: list[np.ndarray]) -> None:
         """Start scoring an episode that just ended, under its env's task instruction: the call
         runs on the client's threads while the rollout goes on, and the core collects it when
         the chunk ends (or before the env resets)."""
-        frames = self._judge_frames(ended.env, ended.frames, self._reward_model.nframes)
         episode = FinishedEpisode(self.task_descriptions[ended.env], frames, ended.native_success)
         self._rewards.submitted(ended.env, self._client.submit(episode))
         perturbation = self._watch.canary_for(ended.native_success)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,12 +99,15 @@ class _Process:
         for i in ids:
             self.history[i] = [self._state(i)]
 
-    def render(self, i: int, steps: Sequence[int], size: int) -> np.ndarray:
+    def render(self, steps: Sequence[Sequence[int]], ids: Sequence[int], size: int) -> list[np.ndarray]:
         from rlinf.envs.libero.utils import get_libero_image
 
-        camera = self._camera(self.bddl[i], size)
-        frames = [get_libero_image(camera.regenerate_obs_from_state(self.history[i][s])) for s in steps]
-        return np.ascontiguousarray(np.stack(frames))
+        out = []
+        for wanted, i in zip(steps, ids, strict=True):
+            camera = self._camera(self.bddl[i], size)
+            frames = [get_libero_image(camera.regenerate_obs_from_state(self.history[i][s])) for s in wanted]
+            out.append(np.ascontiguousarray(np.stack(frames)))
+        return out
 
     def close(self) -> None:
         for env in [*self.envs, *self.camera_envs.values()]:
@@ -233,13 +236,14 @@ class ProcessGroupEnv:
         """Start each env's recorded episode at its current state (the reset frame)."""
         self._call("mark_episode_start", self._ids(id), returns=False)
 
-    def render_frames(self, env: int, steps: Sequence[int], size: int) -> np.ndarray:
-        """``(len(steps), size, size, 3)`` uint8 main images of ``env``'s recorded steps (0: the reset)."""
+    def render_frames(self, wanted: Mapping[int, Sequence[int]], size: int) -> dict[int, np.ndarray]:
+        """Per env of ``wanted`` (env -> its recorded steps, 0 the reset), ``(len(steps), size, size, 3)``
+        uint8 main images; the processes render their envs' frames in parallel."""
         if not self.record_states:
             raise RuntimeError("render_frames() needs record_states=True.")
-        p, local = self._where(env)
-        self._send(p, "render", (local, [int(s) for s in steps], int(size)))
-        return self._reply(p)
+        envs = list(wanted)
+        steps = [[int(s) for s in wanted[env]] for env in envs]
+        return dict(zip(envs, self._call("render", envs, steps, extra=(int(size),)), strict=True))
 
     # ---- plumbing ------------------------------------------------------------------------
 
@@ -254,8 +258,16 @@ class ProcessGroupEnv:
                 return p, env - slice_.start
         raise IndexError(f"env {env} is not one of the {self.env_num} envs.")
 
-    def _call(self, command: str, ids: list[int], per_env: list | None = None, returns: bool = True) -> list:
-        """Send each process its envs' share of ``command``; the replies in the order of ``ids``."""
+    def _call(
+        self,
+        command: str,
+        ids: list[int],
+        per_env: list | None = None,
+        returns: bool = True,
+        extra: tuple = (),
+    ) -> list:
+        """Send each process its envs' share of ``command`` (``extra``: arguments every process gets);
+        the replies in the order of ``ids``."""
         shares: dict[int, tuple[list, list[int]]] = {}
         for k, env in enumerate(ids):
             p, local = self._where(env)
@@ -264,7 +276,7 @@ class ProcessGroupEnv:
                 values.append(per_env[k])
             locals_.append(local)
         for p, (values, locals_) in shares.items():
-            self._send(p, command, (values, locals_) if per_env is not None else (locals_,))
+            self._send(p, command, ((values, locals_) if per_env is not None else (locals_,)) + extra)
         replies = {p: self._reply(p) for p in shares}
         if not returns:
             return []

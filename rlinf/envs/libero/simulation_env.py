@@ -134,17 +134,20 @@ class SimulationHooks:
             return self.elapsed_steps.copy()
         return obs["main_images"].numpy()
 
-    def _judge_frames(self, env: int, cached: list[np.ndarray], nframes: int) -> list[np.ndarray]:
-        """The frames a finished episode's scoring call sends, from what the core cached (the time
-        spent rendering them counts as the judge's)."""
+    def _judge_frames(self, cached: dict[int, list[np.ndarray]], nframes: int) -> dict[int, list[np.ndarray]]:
+        """Per env, the frames a finished episode's scoring call sends, from what the core cached
+        (rendered for every env at once, the processes in parallel; the time counts as the judge's)."""
         if not self._records_states:
             return cached
         started = time.perf_counter()
-        steps = [int(cached[i]) for i in evenly_spaced(len(cached), nframes)]
+        steps = {
+            env: [int(frames[i]) for i in evenly_spaced(len(frames), nframes)]
+            for env, frames in cached.items()
+        }
         size = self._sim.judge_frame_size or int(self.cfg.init_params.camera_heights)
-        frames = list(self.env.render_frames(env, steps, size))
+        rendered = self.env.render_frames(steps, size)
         self._judge_seconds += time.perf_counter() - started
-        return frames
+        return {env: list(frames) for env, frames in rendered.items()}
 
     def _reset_id(self, task: int, trial: int) -> int:
         """RLinf's flat reset-state id of ``trial`` of ``task`` (ValueError outside the suite)."""
