@@ -15,18 +15,9 @@ import torch
 from examples.embodiment.cpu_learn.policy import ReleasePolicy, release_parameters
 from reward_eval.policies.expert import ExpertController
 from rlinf.envs.libero.expert_state import pack
+from tests.support.expert_scene import TASK0, task0_raw_obs
 
-TASK0 = "put both the alphabet soup and the tomato sauce in the basket"
-RAW = {
-    "robot0_eef_pos": np.array([-0.04, 0.0, 0.70]),
-    "robot0_eef_quat": np.array([1.0, 0.0, 0.0, 0.0]),
-    "alphabet_soup_1_pos": np.array([-0.1, -0.15, 0.475]),
-    "alphabet_soup_1_quat": np.array([0.0, 0.707, 0.707, 0.0]),
-    "tomato_sauce_1_pos": np.array([-0.12, 0.06, 0.475]),
-    "tomato_sauce_1_quat": np.array([0.0, 0.707, 0.707, 0.0]),
-    "basket_1_pos": np.array([0.0, 0.27, 0.432]),
-    "basket_1_quat": np.array([0.0, 0.0, 0.0, 1.0]),
-}
+RAW = {**task0_raw_obs(), "basket_1_quat": np.array([0.0, 0.0, 0.0, 1.0])}
 MEAN = [[0.0, -0.06], [0.0, 0.065]]
 
 
