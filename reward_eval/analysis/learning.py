@@ -147,3 +147,8 @@ def two_proportion_p(k1: float, n1: int, k2: float, n2: int) -> float:
         return 1.0
     z = abs(k2 / n2 - k1 / n1) / spread
     return math.erfc(z / math.sqrt(2.0))
+
+
+def first_step_at(steps: Sequence[Mapping[str, Any]], rate: float, key: str = "success_rate") -> int | None:
+    """The first step whose ``key`` is at least ``rate`` (steps counted from 1), or None."""
+    return next((int(s["step"]) for s in steps if s[key] is not None and s[key] >= rate), None)

@@ -73,6 +73,7 @@ def test_the_summary_gives_the_test_once_there_are_enough_steps() -> None:
     assert line.startswith(
         "native: success 0.31 (first 2 steps, 32 episodes) -> 0.81 (last 3, 48): +0.50, p = "
     )
+    assert "; success >= 0.5 at step 3;" in line
     assert "groups with a gradient 1.00" in line and line.endswith("guard tripped at step 3")
     short = results.summary_lines({"native": {**run, "steps": steps[:2]}})[0]
     assert "success per step 0.25, 0.38 (too few steps" in short

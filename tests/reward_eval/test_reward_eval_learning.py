@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from reward_eval.analysis.learning import judge_rates, learning_steps, parameters, rise, two_proportion_p
+from reward_eval.analysis.learning import (
+    first_step_at,
+    judge_rates,
+    learning_steps,
+    parameters,
+    rise,
+    two_proportion_p,
+)
 
 
 def _rates(native: list[bool], judged: list[bool]) -> tuple[float | None, float | None]:
@@ -88,3 +95,8 @@ def test_the_two_proportion_test_matches_its_formula() -> None:
     z = (39 / 48 - 10 / 32) / math.sqrt(pooled * (1 - pooled) * (1 / 32 + 1 / 48))
     assert two_proportion_p(10, 32, 39, 48) == pytest.approx(math.erfc(z / math.sqrt(2)))
     assert two_proportion_p(0, 32, 0, 48) == 1.0, "no spread: no evidence"
+
+
+def test_the_first_step_at_a_rate() -> None:
+    steps = [{"step": k + 1, "success_rate": r} for k, r in enumerate((0.1, 0.4, 0.55, 0.5))]
+    assert first_step_at(steps, 0.5) == 3 and first_step_at(steps, 0.6) is None

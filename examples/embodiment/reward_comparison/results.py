@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward_eval.analysis.learning import Scalars, guard_tripped_at, learning_steps, rise
+from reward_eval.analysis.learning import Scalars, first_step_at, guard_tripped_at, learning_steps, rise
 from rlinf.envs.libero.reward_term import JUDGE_SECONDS
 
 RESET_TAG = "time/env/env/bootstrap_step"
@@ -21,6 +21,7 @@ UPDATE_TAGS = ("time/actor/run_training", "time/actor/actor/compute_adv")
 STEP_TAG = "time/step"
 JUDGE_TAG = f"env/{JUDGE_SECONDS}"
 FIRST, LAST = 2, 3  # the steps pooled for the rise: the first two against the last three
+MILESTONE = 0.5  # "how fast": the first step at which the simulator's success reaches it
 
 
 def _total(scalars: Scalars, tag: str) -> float:
@@ -72,7 +73,12 @@ def summary_lines(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = []
     for name, run in runs.items():
         steps = run["steps"]
-        lines.append(f"{name}: {_rise_text(steps)}; {_judge_text(steps)}; {_time_text(run['time_s'])}")
+        reached = first_step_at(steps, MILESTONE)
+        when = f"step {reached}" if reached is not None else "not reached"
+        lines.append(
+            f"{name}: {_rise_text(steps)}; success >= {MILESTONE:g} at {when}; {_judge_text(steps)}; "
+            f"{_time_text(run['time_s'])}"
+        )
         if run["guard_tripped_at"] is not None:
             lines[-1] += f"; guard tripped at step {run['guard_tripped_at']}"
     return lines
