@@ -50,7 +50,12 @@ WHEELS = (
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("A100", 312.0), ("L40S", 362.0))
 BATCHES = (1, 8)
 # Wheel tags pip may pick for another Python (av's wheels are manylinux_2_28 only).
-PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64")
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+)
 # (label, vision encoder, clips, native_frame_size): before/after on the shipped clips; with
 # --native, the project's encoder on 256 px clips upscaled (the default) and at their own size.
 MODES = (
