@@ -11,16 +11,46 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from vlm_reward.tools.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
+from vlm_reward.tools.server_process import (
+    SERVER_MODULE,
+    HealthReply,
+    RewardServerProcess,
+    ServerStartError,
+    free_port,
+)
 
-__all__ = ["REPO", "Samples", "ServerProcess", "free_port", "metric_samples", "token_counts"]
+__all__ = [
+    "REPO",
+    "Samples",
+    "ServerProcess",
+    "free_port",
+    "metric_samples",
+    "running_servers",
+    "token_counts",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_PLUGINS = ("tests.support.fake_backends",)
+
+
+def running_servers() -> list[psutil.Process]:
+    """Reward servers among this process's descendants that still run.
+
+    A zombie (a child that exited and was not yet reaped, e.g. by an earlier test's launcher) and a
+    process that ends while being read are skipped: neither serves, and psutil raises on both."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and SERVER_MODULE in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 class ServerProcess(RewardServerProcess):

@@ -124,9 +124,18 @@ def probe_health(url: str, timeout: float = 2.0, cafile: str | None = None) -> H
         with opener.open(url, timeout=timeout) as response:
             return HealthReply(response.status, response.read().decode("utf-8", "replace"))
     except urllib.error.HTTPError as exc:  # a non-2xx answer is still an answer
-        return HealthReply(exc.code, exc.read().decode("utf-8", "replace"))
+        return HealthReply(exc.code, _body(exc))
     except (urllib.error.URLError, OSError):  # ConnectionError, timeouts, a half-open socket
         return None
+
+
+def _body(reply: urllib.error.HTTPError) -> str:
+    """A non-2xx reply's body, or ``""`` when it does not arrive in time: its status has already
+    come, and a loaded server (a judge loading beside a training) may stall on the rest."""
+    try:
+        return reply.read().decode("utf-8", "replace")
+    except OSError:  # TimeoutError, a reset
+        return ""
 
 
 def backend_args(
