@@ -4,8 +4,9 @@ One launcher for everything that runs a server of its own: the evaluation job's 
 server (``reward_eval``), the end-to-end tests (``tests/support``), the benchmarks
 (``benchmarks/harness.py``) and the replicas Ray places (:mod:`vlm_reward.ray_replicas`). It
 starts ``PYTHON -m vlm_reward.libero_reward_server --host HOST --port PORT ARGS`` (HOST is
-127.0.0.1 unless the caller names its node's address) with its output in a log file, and it
-only uses the standard library, so it works wherever ``vlm_reward`` imports.
+the protocol's default host unless the caller names its node's address) with its output in a log
+file. It loads none of the server's stack (FastAPI, torch), so it works wherever ``vlm_reward``
+imports.
 
 - ``python`` is the interpreter: for a backend, :func:`vlm_reward.tools.runtime.server_python`
   picks it (the vLLM venv for a vLLM backend when this interpreter has no vLLM); the child
@@ -43,10 +44,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vlm_reward.protocol import DEFAULT_HOST
 from vlm_reward.server.serving import ServingOptions
 from vlm_reward.tools.runtime import REPO, server_env
 
-HOST = "127.0.0.1"
+HOST = DEFAULT_HOST
 SERVER_MODULE = "vlm_reward.libero_reward_server"
 # SIGTERM drains the server (vlm_reward.server.serving): its jobs get --drain-timeout (its default is
 # ServingOptions.drain_timeout_s), then 5 s to flush the last answers. The launcher waits that long,
