@@ -32,6 +32,7 @@ from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
 from vlm_reward.protocol import DEFAULT_PORT, SCORE_MODES
 from vlm_reward.tools.runtime import server_python
+from vlm_reward.tools.server_process import START_TIMEOUT_S
 from vlm_reward.tools.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
@@ -133,7 +134,7 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     server.add_argument(
         "--server-start-timeout",
         type=positive_float,
-        default=300.0,
+        default=START_TIMEOUT_S,
         help="seconds to wait for the local server's /health (default %(default)s)",
     )
     judge = parser.add_argument_group("judgement")

@@ -55,6 +55,9 @@ SERVER_MODULE = "vlm_reward.libero_reward_server"
 # plus margin, before SIGKILL.
 _DRAIN_MARGIN_S = 10.0
 STOP_GRACE_S = ServingOptions.drain_timeout_s + _DRAIN_MARGIN_S
+# Seconds a launcher waits for a server's /health 200 unless told otherwise: a judge's weights load
+# in that time on a CPU (the commands' --server-start-timeout default, and :meth:`wait_ready`'s).
+START_TIMEOUT_S = 300.0
 
 
 def stop_grace(args: Sequence[str]) -> float:
@@ -307,7 +310,7 @@ class RewardServerProcess:
         self.stop()
         raise ServerStartError(f"the reward server was not {state} after {timeout:g} s; see {self.log_path}")
 
-    def wait_ready(self, timeout: float = 300.0) -> RewardServerProcess:
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> RewardServerProcess:
         """Wait for ``/health`` 200 (the backend has loaded); :class:`ServerStartError` if it never is."""
         self.wait_until(lambda reply: reply.status_code == 200, timeout, state="healthy")
         return self
