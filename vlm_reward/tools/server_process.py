@@ -45,7 +45,9 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from vlm_reward.protocol import DEFAULT_HOST
+from vlm_reward.server.launch import LaunchSettings
 from vlm_reward.server.serving import ServingOptions
+from vlm_reward.settings_flags import flag_name
 from vlm_reward.tools.runtime import REPO, server_env
 
 HOST = DEFAULT_HOST
@@ -62,7 +64,7 @@ START_TIMEOUT_S = 300.0
 
 def stop_grace(args: Sequence[str]) -> float:
     """Seconds to wait after SIGTERM for a server started with ``args``: its drain, plus margin."""
-    drain = _flag_value(args, "--drain-timeout")
+    drain = _flag_value(args, flag_name(ServingOptions, "drain_timeout_s"))
     return (ServingOptions.drain_timeout_s if drain is None else float(drain)) + _DRAIN_MARGIN_S
 
 
@@ -142,10 +144,14 @@ def backend_args(
 ) -> list[str]:
     """The server options that choose what it serves: ``--backend``, ``--model``, ``--video-root``
     and, when given, ``--backend-kwargs`` (as JSON)."""
-    args = ["--backend", backend, "--model", model, "--video-root", os.fspath(video_root)]
+    # The fields of ServerConfig, whose module loads the backend registry: only a launcher that
+    # chooses a judge pays for that import.
+    from vlm_reward.server.config import ServerConfig
+
+    values = {"backend": backend, "model": model, "video_root": os.fspath(video_root)}
     if backend_kwargs:
-        args += ["--backend-kwargs", json.dumps(dict(backend_kwargs))]
-    return args
+        values["backend_kwargs"] = json.dumps(dict(backend_kwargs))
+    return [part for name, value in values.items() for part in (flag_name(ServerConfig, name), value)]
 
 
 def server_command(
@@ -154,8 +160,9 @@ def server_command(
     """``PYTHON -m vlm_reward.libero_reward_server [--plugin P ...] --host HOST --port PORT ARGS``."""
     cmd = [python, "-m", SERVER_MODULE]
     for plugin in plugins:
-        cmd += ["--plugin", plugin]
-    return [*cmd, "--host", host, "--port", str(port), *args]
+        cmd += [flag_name(LaunchSettings, "plugins"), plugin]
+    where = [flag_name(ServingOptions, "host"), host, flag_name(ServingOptions, "port"), str(port)]
+    return [*cmd, *where, *args]
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -238,7 +245,7 @@ class RewardServerProcess:
         self.cmd = server_command(self.python, self.port, args, plugins, host)
         self.stop_grace = stop_grace(args)
         # A server with --ssl-certfile serves https; its own (self-signed) certificate verifies it.
-        self.certfile = _flag_value(args, "--ssl-certfile")
+        self.certfile = _flag_value(args, flag_name(ServingOptions, "ssl_certfile"))
         self.scheme = "https" if self.certfile is not None else "http"
         path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
         child_env = {**os.environ, **server_env(self.python), "PYTHONPATH": path, **(env or {})}
