@@ -280,17 +280,6 @@ class RewardServerProcess:
         """Everything the server has written so far (stdout and stderr)."""
         return self.log_path.read_text(errors="replace")
 
-    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
-        """The log once it holds every one of ``needles``, or as it is after ``timeout`` seconds.
-
-        The server writes a request's access line after the response has gone out, so a
-        client that reads the log right after its response can be a moment early.
-        """
-        deadline = time.monotonic() + timeout
-        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.log()
-
     def wait_until(
         self, predicate: Callable[[HealthReply], bool], timeout: float, state: str = "in the awaited state"
     ) -> HealthReply:
