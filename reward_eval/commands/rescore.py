@@ -172,7 +172,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
                 extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
         finally:
             client.close()
-    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}", extra)
+    return finish_report(out, settings, f"re-scored {args.source}", extra)
 
 
 def progress_order(

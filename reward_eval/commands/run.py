@@ -241,8 +241,7 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
             env.env.close()
         extra = {"audit": own_audit(args, judge, settings)} if wants_audit(args) else {}
     tasks = ",".join(map(str, args.tasks))
-    title = f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
-    return finish_report(run_dir, settings, title, extra)
+    return finish_report(run_dir, settings, f"libero_10 tasks {tasks}, {args.policy} policy", extra)
 
 
 def own_audit(args: argparse.Namespace, judge: JudgeEndpoint, settings: RunSettings) -> dict[str, Any]:
