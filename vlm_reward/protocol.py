@@ -45,6 +45,13 @@ MAX_VIDEO_FPS = 240.0
 # Linux's PATH_MAX: no longer path can name a file.
 MAX_PATH_CHARS = 4096
 
+# Where a reward server listens unless told otherwise (``--host``/``--port``), and so the URL the
+# env's client calls by default (``reward_model.endpoint``): the server's flags, the client's
+# default and the shell launcher all take it from here.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 18080
+DEFAULT_ENDPOINT = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/score"
+
 # API keys: the environment variable a server reads its keys from (comma-separated), and the
 # header scheme that carries one (``Authorization: Bearer <key>``). Client and server import both.
 API_KEY_ENV = "VLM_REWARD_API_KEY"

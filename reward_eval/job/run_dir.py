@@ -45,16 +45,19 @@ def default_run_dir(prefix: str = "") -> Path:
 
 
 def finish_report(
-    run_dir: Path, settings: RunSettings, title: str, extra: Mapping[str, Any] | None = None
+    run_dir: Path, settings: RunSettings, subject: str, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Path]:
     """Summarize the run's episode logs, write the report, print the table and the report's path.
+
+    The report's title names the judge as what it is (its backend's kind, as the records name the
+    backend) against the simulator, then ``subject`` (what was judged).
 
     The summary gets the command lines that re-render this run's report at its best thresholds
     (:mod:`..report.threshold_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
     ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
-    from reward_eval.analysis.judges import judge_text, mixed_warning
+    from reward_eval.analysis.judges import backend_of, evaluation_title, judge_text, mixed_warning
     from reward_eval.analysis.metrics import summarize
     from reward_eval.report.audit import audit_lines
     from reward_eval.report.calibration import calibration_lines
@@ -70,6 +73,7 @@ def finish_report(
     summary = summarize(records)
     add_report_hints(summary["calibration"], run_dir)
     summary.update(extra or {})
+    title = evaluation_title(backend_of(records, settings.backend), subject)
     paths = write_report(run_dir, records, summary, title=title, settings=settings.to_json())
     print(format_table(summary))
     print(f"[reward-eval] judged by: {judge_text(summary['judges'])}")

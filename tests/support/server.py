@@ -8,6 +8,7 @@ it fails the test (``pytest.fail``, with its log) instead of raising.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -88,6 +89,17 @@ class ServerProcess(RewardServerProcess):
         """Wait for ``/health`` 200; fail the test with the server log if it never comes."""
         self.wait_until(lambda reply: reply.status_code == 200, timeout, "healthy")
         return self
+
+    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
+        """The log once it holds every one of ``needles``, or as it is after ``timeout`` seconds.
+
+        The server writes a request's access line after the response has gone out, so a
+        client that reads the log right after its response can be a moment early.
+        """
+        deadline = time.monotonic() + timeout
+        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.log()
 
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from vlm_reward.judging.parsing import parse_score
 from vlm_reward.protocol import (
+    DEFAULT_ENDPOINT,
+    DEFAULT_PORT,
     ERROR_STATUS,
     MAX_PATH_CHARS,
     MAX_VIDEO_FPS,
@@ -106,3 +111,33 @@ def test_integer_fps_is_accepted_as_float() -> None:
         ScoreRequest.model_validate({"task_text": "t", "video_path": "a.mp4", "video_fps": 10}).video_fps
         == 10.0
     )
+
+
+REPO = Path(__file__).resolve().parents[2]
+PRODUCT = ("vlm_reward", "reward_eval", "rlinf", "examples", "docgen", "benchmarks", "scripts")
+
+
+def test_the_default_port_is_written_once_in_the_product_code() -> None:
+    """The server's ``--port``, the client's endpoint and the launchers take it from the protocol."""
+    literal = re.compile(rf"\b{DEFAULT_PORT}\b")
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for root in PRODUCT
+        for path in sorted((REPO / root).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if literal.search(line)
+    ]
+    assert found == ["vlm_reward/protocol.py:" + _line_of("DEFAULT_PORT = ")], found
+
+
+def _line_of(prefix: str) -> str:
+    lines = (REPO / "vlm_reward" / "protocol.py").read_text(encoding="utf-8").splitlines()
+    return str(next(n for n, line in enumerate(lines, 1) if line.startswith(prefix)))
+
+
+def test_the_server_listens_where_the_client_calls_by_default() -> None:
+    from vlm_reward.client.config import RewardModelConfig
+    from vlm_reward.server.serving import ServingOptions
+
+    options = ServingOptions()
+    assert RewardModelConfig().endpoint == DEFAULT_ENDPOINT == f"http://{options.host}:{options.port}/score"

@@ -116,6 +116,9 @@ class RewardBackend(abc.ABC):
 
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
+    # What the judge is, in a report's words ("video VLM", "ResNet success classifier"): a report
+    # names its judge by it, never as a VLM when it is not one.
+    judge_kind: ClassVar[str] = "judge"
     default_score_mode: ClassVar[str] = "auto"
     score_modes: ClassVar[tuple[str, ...]] = TEXT_SCORE_MODES
     # The prompts this backend asks with (a preset plus the server's --backend-kwargs), or None

@@ -45,6 +45,7 @@ class ResNetBackend(RewardBackend):
     """RLinf's ``ResNetRewardModel`` from a checkpoint directory (see the module docstring)."""
 
     name = "resnet"
+    judge_kind = "ResNet success classifier"
     default_score_mode = "probability"
     score_modes = ("probability",)
 

@@ -106,11 +106,6 @@ class LiberoEnv(SimulationHooks, _upstream.LiberoEnv):
         return self._reward_model
 
     @property
-    def episode_rewards(self) -> EpisodeRewards | None:
-        """The episode-reward core (frame cache, pending scores, held signal); None when disabled."""
-        return self._rewards
-
-    @property
     def reward_client(self) -> RewardClient | None:
         """The scoring client in use; None when disabled."""
         return self._client

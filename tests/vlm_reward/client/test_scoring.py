@@ -131,7 +131,7 @@ def test_keep_temp_video_keeps_a_readable_file(server, tmp_path: Path) -> None:
     result = client.score(_episode(n=5))
     client.close()
     assert result.video_path is not None and Path(result.video_path).parent == tmp_path
-    from vlm_reward.video_io import count_frames
+    from tests.support.video_frames import count_frames
 
     assert count_frames(result.video_path) == 5
 

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from tests.support.server import ServerProcess, token_counts
-from vlm_reward.video_io import count_frames
+from tests.support.video_frames import count_frames
 
 pytestmark = pytest.mark.slow
 
