@@ -8,6 +8,12 @@ Each run dir is a ``run`` or a ``rescore`` of the same episodes (its ``summary.j
 simulator, AUROC, the verdict on the episodes (does every native success score above every
 native failure?) and the audit's judged-success rate per row (``original``: the successes,
 every other row: episodes that must be judged failures).
+
+When a run dir measured progress (``rescore --prefixes``, or a judge's per-frame scores:
+:mod:`..analysis.frame_progress`), every row also gets the progress measures, ``-`` where its
+judge has none: the prefix VOC of the native successes (the one every judge shares), the Pearson of
+the frame scores with the simulator's goal fraction, the per-frame VOC of the successes, and how
+many successes end above the failures' median end score (every judge has it).
 """
 
 from __future__ import annotations
@@ -48,8 +54,32 @@ def verdict(split: bool | None) -> str:
     return {True: "separates", False: "does not separate", None: "n/a (one class)"}[split]
 
 
-def row(run_dir: Path) -> dict[str, str]:
-    """One judge's cells."""
+def progress_cells(run_dir: Path, summary: Mapping[str, Any]) -> dict[str, str]:
+    """The progress measures of one judge (see the module docstring); ``-`` where it has none."""
+    from reward_eval.analysis.frame_progress import ends_above_failures
+    from reward_eval.report.frame_progress import ends_cell, pearson_cell, voc_cell
+
+    prefixes = summary.get("progress")
+    frames = (summary.get("frame_progress") or {}).get("overall")
+    records = [r for log in sorted(run_dir.glob(EPISODE_LOG_GLOB)) for r in read_episode_log(log)]
+    ends = [[r.vlm_score for r in records if not r.fallback and r.native_success is o] for o in (True, False)]
+    voc = prefixes["overall"]["native_success"] if prefixes else None
+    return {
+        "prefix VOC | success": "-" if voc is None else num(voc["mean_voc"]),
+        "Pearson (goal)": "-" if frames is None else pearson_cell(frames),
+        "frame VOC | success": "-" if frames is None else voc_cell(frames),
+        "ends above failures": ends_cell({"ends_above_failures": ends_above_failures(*ends)}),
+    }
+
+
+def measured_progress(run_dir: Path) -> bool:
+    """Whether the run dir's summary has a progress measure (prefixes or frame scores)."""
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    return "progress" in summary or "frame_progress" in summary
+
+
+def row(run_dir: Path, progress: bool = False) -> dict[str, str]:
+    """One judge's cells (with ``progress``, its progress measures too)."""
     summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     overall = summary["overall"]
     audit = audit_of(run_dir)
@@ -63,12 +93,14 @@ def row(run_dir: Path) -> dict[str, str]:
         "successes vs failures": verdict(separates(run_dir)),
     }
     cells.update({name: pct(block["positive_rate"]) for name, block in rows.items()})
-    return cells
+    return {**cells, **(progress_cells(run_dir, summary) if progress else {})}
 
 
 def table(run_dirs: Sequence[Path]) -> str:
-    """The aligned table, one row per run dir, columns in first-seen order."""
-    rows = [row(run_dir) for run_dir in run_dirs]
+    """The aligned table, one row per run dir, columns in first-seen order; the progress columns
+    when any run dir measured progress."""
+    progress = any(measured_progress(run_dir) for run_dir in run_dirs)
+    rows = [row(run_dir, progress) for run_dir in run_dirs]
     header = list(dict.fromkeys(key for r in rows for key in r))
     cells = [header, *([r.get(key, "-") for key in header] for r in rows)]
     widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
