@@ -11,7 +11,8 @@ every other row: episodes that must be judged failures).
 
 When a run dir measured progress (``rescore --prefixes``, or a judge's per-frame scores:
 :mod:`..analysis.frame_progress`), every row also gets the progress measures, ``-`` where its
-judge has none: the prefix VOC of the native successes (the one every judge shares), the Pearson of
+judge has none: the prefix VOC of the native successes and failures (the one every judge shares: a
+judge whose score grows with the video's length has a high VOC on both), the Pearson of
 the frame scores with the simulator's goal fraction, the per-frame VOC of the successes, and how
 many successes end above the failures' median end score (every judge has it).
 """
@@ -30,6 +31,7 @@ from reward_eval.report.table import num, pct
 from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, read_episode_log
 
 SUMMARY_FILE = "summary.json"
+OUTCOMES = ("success", "failure")
 
 
 def separates(run_dir: Path) -> bool | None:
@@ -63,9 +65,10 @@ def progress_cells(run_dir: Path, summary: Mapping[str, Any]) -> dict[str, str]:
     frames = (summary.get("frame_progress") or {}).get("overall")
     records = [r for log in sorted(run_dir.glob(EPISODE_LOG_GLOB)) for r in read_episode_log(log)]
     ends = [[r.vlm_score for r in records if not r.fallback and r.native_success is o] for o in (True, False)]
-    voc = prefixes["overall"]["native_success"] if prefixes else None
+    vocs = {key: prefixes["overall"][f"native_{key}"]["mean_voc"] if prefixes else None for key in OUTCOMES}
     return {
-        "prefix VOC | success": "-" if voc is None else num(voc["mean_voc"]),
+        # both outcomes: a judge whose score rises with the video's length rises on failures too
+        **{f"prefix VOC | {key}": "-" if prefixes is None else num(vocs[key]) for key in OUTCOMES},
         "Pearson (goal)": "-" if frames is None else pearson_cell(frames),
         "frame VOC | success": "-" if frames is None else voc_cell(frames),
         "ends above failures": ends_cell({"ends_above_failures": ends_above_failures(*ends)}),

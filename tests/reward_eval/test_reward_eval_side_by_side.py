@@ -37,7 +37,9 @@ def judged(
     if frames is not None:
         summary["frame_progress"] = summarize_frame_progress(records)
     if prefix_voc is not None:
-        summary["progress"] = {"overall": {"native_success": {"mean_voc": prefix_voc}}}
+        summary["progress"] = {
+            "overall": {"native_success": {"mean_voc": prefix_voc}, "native_failure": {"mean_voc": None}}
+        }
     (root / "summary.json").write_text(json.dumps(summary))
     if audit_rows is not None:
         (root / "audit").mkdir()
@@ -80,6 +82,7 @@ def test_progress_columns_for_every_judge_once_one_measured_progress(tmp_path: P
     vlm = judged(tmp_path / "vlm", "qwen_vl_hf", [0.48, 0.47, 0.46, 0.49], None)
     cells = columns(table([progress, vlm]).splitlines()[1:])
     assert cells[0]["prefix VOC | success"] == "0.875" and cells[1]["prefix VOC | success"] == "-"
+    assert (cells[0]["prefix VOC | failure"], cells[1]["prefix VOC | failure"]) == ("n/a", "-")
     assert cells[0]["frame VOC | success"] == "1.000 (2/2)" and cells[1]["Pearson (goal)"] == "-"
     assert cells[0]["Pearson (goal)"].endswith("(12)") and float(cells[0]["Pearson (goal)"][:5]) > 0.9
     # failures' median end score 0.25 (resnet: 0.5, 0.0) and 0.48 (vlm: 0.47, 0.49)
