@@ -99,7 +99,7 @@ def _episode_log_keys() -> str:
     from vlm_reward.client import episode_record as line
     from vlm_reward.verdict import JUDGE_KEYS
 
-    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *JUDGE_KEYS)
+    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *JUDGE_KEYS, *line.OPTIONAL_JUDGEMENT_KEYS)
     return episode_log_keys(line.EpisodeRecord, keys, line.REQUIRED_KEYS)
 
 

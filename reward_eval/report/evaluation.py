@@ -32,6 +32,7 @@ from reward_eval.report.document import (
     render_html,
     render_markdown,
 )
+from reward_eval.report.frame_progress import frame_progress_section
 from reward_eval.report.progress import progress_section
 from reward_eval.report.provenance import RANDOM_MODEL_WARNING, provenance_section
 from reward_eval.report.table import check_summary, num, pct
@@ -241,6 +242,7 @@ def write_report(
     sections = (
         ("calibration", calibration_section),
         ("progress", progress_section),
+        ("frame_progress", frame_progress_section),
         ("audit", audit_section),
     )
     for key, section in sections:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -69,6 +70,36 @@ def test_a_response_score_must_be_in_the_unit_interval(score: float, ok: bool) -
     else:
         with pytest.raises(ValidationError, match="score"):
             ScoreResponse.model_validate(body)
+
+
+RESPONSE = {"score": 0.5, "raw_value": None, "answer": None, "think": None, "backend": "b", "model": "m"}
+
+
+@pytest.mark.parametrize(
+    ("frame_scores", "ok"),
+    [([0.0, 0.5, 1.0], True), ([], True), ([0.2, 1.01], False), ([-0.1], False), (["0.5"], False)],
+    ids=["in-range", "empty", "above-one", "negative", "string"],
+)
+def test_frame_scores_are_each_in_the_unit_interval(frame_scores: list, ok: bool) -> None:
+    body = {**RESPONSE, "latency_s": 0.1, "frame_scores": frame_scores}
+    if ok:
+        assert ScoreResponse.model_validate(body).frame_scores == frame_scores
+    else:
+        with pytest.raises(ValidationError, match="frame_scores"):
+            ScoreResponse.model_validate(body)
+
+
+@pytest.mark.parametrize(
+    ("frame_scores", "keys"),
+    [(None, set()), ([0.25, 0.75], {"frame_scores"})],
+    ids=["absent-without-per-frame-values", "present-with-them"],
+)
+def test_frame_scores_are_left_out_of_the_json_when_there_are_none(frame_scores, keys: set) -> None:
+    response = ScoreResponse(**RESPONSE, latency_s=0.1, frame_scores=frame_scores)
+    written = json.loads(response.model_dump_json())
+    assert set(written) - set(ScoreResponse.model_fields) == set()
+    assert {"frame_scores"} & set(written) == keys
+    assert ScoreResponse.model_validate(written) == response
 
 
 def test_defaults_follow_the_protocol() -> None:
