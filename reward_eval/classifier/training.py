@@ -16,13 +16,13 @@ draw: the mean label over the levels, whose binary cross-entropy is its entropy 
 goes below (a frame labelled 0.5 costs ``ln 2`` even when predicted exactly), so for a graded
 target the trained loss ends between the two, never near 0.
 
-Everything random is drawn from ``(seed, epoch)``. A tqdm bar counts the steps and shows the loss.
+Everything random is drawn from ``(seed, epoch)``. A progress bar (:mod:`reward_eval.progress_bar`)
+counts the steps and shows the loss.
 """
 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from reward_eval.classifier.frame_data import FrameTensors
+from reward_eval.progress_bar import progress_bar
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,12 @@ def train(
     """Train ``model`` in place on ``data`` for ``schedule.epochs`` (see the module docstring).
     ``loss_fn(model, images, labels)``: RLinf's loss; a benchmark measures another through it."""
     import torch
-    from tqdm import tqdm
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
     labels = data.labels.numpy()
     per_epoch = -(-len(labels) // schedule.batch_size)
     state, start = TrainState(), time.perf_counter()
-    bar = tqdm(total=schedule.epochs * per_epoch, unit="step", desc=desc, file=sys.stderr)
+    bar = progress_bar(schedule.epochs * per_epoch, desc, "step")
     try:
         for epoch in range(schedule.epochs):
             order = balanced_draw(labels, schedule.seed, epoch)
