@@ -3,12 +3,9 @@
     nice -n 10 timeout 3600 .venv/bin/python scripts/make_classifier_data.py [--out DIR]
 
 One episode per initial state of libero_10 tasks 0, 1 and 7 (50 each), the policy chosen by the
-trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert letting
-each object go off the basket's centre by a Gaussian draw (``misplace``: a mix of placements and
-objects set down on the rim or beside the basket, the failures of the policy GRPO trains in
-``examples/embodiment/cpu_learn``), the expert dropping its last object at each phase (near
-misses: one object in the basket, the other not), the expert with action noise 0.2 (mostly
-failures), and the random policy (other policies' failures). Each
+trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert dropping its
+last object at each phase (near misses: one object in the basket, the other not), the expert
+with action noise 0.2 (mostly failures), and the random policy (other policies' failures). Each
 episode is played without cameras and only its kept frames are rendered
 (:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the env's client would send a
 judge, and for a success six more over the 48 steps after it. Every frame is labelled by the
@@ -59,18 +56,13 @@ MAX_STEPS = MAIN_JOB.max_episode_steps  # the set's episodes end where the main 
 AFTER_STEPS, AFTER_EVERY = 48, 8  # frames of a success's goal holding: 6, one per 8 steps
 HOLDOUT_FRACTION = 0.25
 PROGRESS = "episodes.jsonl"
-# Metres of Gaussian jitter of each release point (x and y, each object), chosen by measurement
-# (benchmarks/expert_success.py --place-noise, docs/evaluate/classifier.md): 3 cm solves 60% of
-# tasks 0, 1 and 7's trials 10-19, 4.5 cm 43%, 6 cm 20%; 5 cm gives a mix of both objects placed,
-# one placed (the other on the rim or beside the basket) and, more rarely, none.
-PLACE_NOISE = 0.05
 # (name, policy, policy kwargs): trial t of task k plays VARIANTS[(t + k) % len(VARIANTS)].
 VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("expert", "expert", {}),
     ("expert", "expert", {}),
-    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
-    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
-    ("misplace", "expert", {"place_noise": PLACE_NOISE}),
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
+    ("expert", "expert", {}),
     ("drop_carry", "expert", {"drop": "carry"}),
     ("drop_lift", "expert", {"drop": "lift"}),
     ("drop_close", "expert", {"drop": "close"}),

@@ -12,9 +12,10 @@ one, the checkpoint records it (``classifier.json``; a checkpoint without one wa
 - ``half_goal``: 1 where at least half of the goal's predicates hold: one object of two in the
   basket counts. A deliberately lenient judge, for measuring what a judge that says yes to a near
   miss does to training;
-- ``goal_fraction``: the goal fraction itself, a graded target (the soft-target binary
-  cross-entropy, not a regression head: ``benchmarks/bench_classifier.py --part target`` measured
-  both): a progress judge whose score of a state is its estimated progress.
+- ``goal_fraction``: the goal fraction itself, a graded target (RLinf's binary cross-entropy
+  with the fraction as a soft target, not a regression head; ``benchmarks/bench_classifier.py
+  --part target`` trains both side by side): a progress judge whose score of a state is its
+  estimated progress.
 
 Pure: no torch, no RLinf; the training command and the backend both read it.
 """
