@@ -33,6 +33,9 @@ AUROC_FLOOR = 0.95  # the issue's bound on the held-out episodes; docs/evaluate/
 # Margins on the audit's judged-success rates: each held with room on both CPUs measured.
 AT_MOST = {"frozen": 0.1, "reversed": 0.1, "clipped": 0.1, "failure": 0.15, "shuffled": 0.5}
 CLEAR = 0.2  # an original this far from the threshold keeps its verdict through the re-encode
+# The watch's guard judges once it has seen this many native failures: the held-out split has 9
+# (the test split's 8 are carved out of issue 38's 17), so always-yes trips it at the 5th.
+GUARD_MIN_FAILURES = 5
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +105,7 @@ def test_audit_is_what_a_frame_classifier_sees(rescored: Path) -> None:
 
 
 def test_watch_replay_keeps_the_guard_quiet_and_catches_the_constant_judges(rescored: Path) -> None:
-    rows = {r.judge: r for r in replays(rescored, min_episodes=10)}
+    rows = {r.judge: r for r in replays(rescored, min_episodes=GUARD_MIN_FAILURES)}
     classifier, yes, no = rows["resnet"], rows["always-yes"], rows["always-no"]
     assert classifier.tripped_at is None and classifier.false_positive_rate <= 0.2
     assert classifier.success_recall >= 0.8
