@@ -115,8 +115,7 @@ def bench_serving(model: str, repeats: int) -> None:
         for name, path in judges.items():
             backend = name.split()[0]
             args = ["--backend", backend, "--model", path, "--video-root", str(DEFAULT_DATA_DIR)]
-            with RewardServer(args, Path(tmp) / f"{backend}.log") as server:
-                server.wait_ready(timeout=300)
+            with RewardServer(args, Path(tmp) / f"{backend}.log") as server:  # waits for /health
                 per_episode(server, calls[:2], 1)  # warm-up
                 for concurrency in (1, 8):
                     runs = [per_episode(server, calls, concurrency) for _ in range(repeats)]

@@ -19,7 +19,7 @@ The GPU machine reaches nothing outside it, so this runs from a self-contained b
    released models'), 8 synthetic 16-frame clips of 256x256, the wheels of the project's pins
    the judge needs beyond torch (among them ``opentelemetry-api``, which fastapi 0.165 imports at
    import time, so the bundle also serves), and ``run.sh``, which installs those wheels into a
-   venv over the machine's torch and measures.
+   folder ahead of the machine's packages (its torch stays) and measures.
    ``--no-wheels`` leaves the wheels out (a machine that has them, or a check of this script).
 2. ``measure BUNDLE`` (there, or ``--device cpu --tiny`` here to check this script on the tiny sizes).
 
@@ -49,6 +49,13 @@ WHEELS = (
 # Dense bf16 tensor-core peak (TFLOPS, no sparsity) by a substring of torch.cuda.get_device_name().
 PEAK_TFLOPS = (("H100 PCIe", 756.0), ("H100", 989.4), ("H200", 989.4), ("A100", 312.0), ("L40S", 362.0))
 BATCHES = (1, 8)
+# Wheel tags pip may pick for another Python (av's wheels are manylinux_2_28 only).
+PLATFORMS = (
+    "manylinux_2_28_x86_64",
+    "manylinux_2_27_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+)
 # (label, vision encoder, clips, native_frame_size): before/after on the shipped clips; with
 # --native, the project's encoder on 256 px clips upscaled (the default) and at their own size.
 MODES = (
@@ -60,13 +67,13 @@ MODES = (
 NFRAMES, MAX_PIXELS, FPS = 16, 200704, 4.0
 RUN_SH = """#!/usr/bin/env bash
 # Measure the judge by stage on this machine's GPU, offline: the wheels beside this script go into a
-# venv that sees the machine's torch (--system-site-packages); nothing is fetched.
+# folder put ahead of the machine's packages (a venv would not see a torch that itself lives in a
+# venv); nothing is fetched.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-python3 -m venv --system-site-packages "$here/venv"
-"$here/venv/bin/pip" install --no-index --find-links "$here/wheels" -r "$here/wheels/requirements.txt"
-export PYTHONPATH="$here/repo"
-"$here/venv/bin/python" "$here/repo/benchmarks/bench_judge_gpu.py" measure "$here" "$@"
+python3 -m pip install -q --no-index --no-deps --target "$here/site" "$here"/wheels/*.whl
+export PYTHONPATH="$here/site:$here/repo"
+python3 "$here/repo/benchmarks/bench_judge_gpu.py" measure "$here" "$@"
 """
 
 
@@ -118,7 +125,9 @@ def bundle(out: Path, wheels: bool, python_version: str | None) -> None:
         command = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "-d", str(out / "wheels")]
         command += ["-c", str(REPO / "requirements" / "constraints.txt"), *requirements]
         if python_version:
-            command += ["--python-version", python_version, "--platform", "manylinux2014_x86_64"]
+            command += ["--python-version", python_version, "--implementation", "cp"]
+            for platform in PLATFORMS:
+                command += ["--platform", platform]
         subprocess.run(command, check=True, timeout=1800)
         # torch is the machine's own; a wheel of it pulled in as a dependency would replace it.
         for wheel in (out / "wheels").glob("torch-*.whl"):

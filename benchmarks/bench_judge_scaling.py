@@ -168,7 +168,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     statuses: list[int] = []
     try:
         for server in servers.values():
-            server.wait_ready(timeout=300)
+            server.wait_ready()
         samples = interleave(
             with_fresh_videos(measures(servers, videos, args.native, statuses), videos), args.repeats
         )

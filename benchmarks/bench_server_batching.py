@@ -96,7 +96,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
     contenders = {b: BatchSizeContender(ckpt, tmp, b) for b in (CONCURRENT, 1)}
     try:
         for c in contenders.values():
-            c.server.wait_ready(timeout=300)
+            c.server.wait_ready()
         measures = {
             f"{profile}/{b}": (lambda c=c, p=profile: c.burst(p))
             for profile in PROFILES

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError
+from vlm_reward.tools.server_process import START_TIMEOUT_S, RewardServerProcess, ServerStartError
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_CONFIG = REPO / "examples" / "embodiment" / "config" / "env" / "libero_10.yaml"
@@ -191,7 +191,7 @@ class RewardServer(RewardServerProcess):
         """Resident memory of the server process now."""
         return psutil.Process(self.pid).memory_info().rss
 
-    def wait_ready(self, timeout: float = 120.0) -> RewardServer:
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> RewardServer:
         """Block until ``/health`` is 200; ``RuntimeError`` with the log tail if it never is."""
         try:
             super().wait_ready(timeout)

@@ -173,6 +173,12 @@ def model_flops(judge: Judge, jobs: Sequence[ScoreJob]) -> dict[str, float]:
 
     inputs = batch_inputs(judge, [prepare_one(judge, job, judge.processor) for job in jobs])
     counted = {}
+    configs = [judge.model.config, judge.model.config.vision_config, judge.model.config.text_config]
+    shipped = [config._attn_implementation for config in configs]
+    # torch 2.11's counter rejects grouped-query sdpa (fewer key than query heads); eager attention
+    # does the same arithmetic as explicit matrix products, which it counts.
+    for config in configs:
+        config._attn_implementation = "eager"
     with torch.inference_mode():
         for name, run in (
             ("vision encoder", lambda: _visual(judge, inputs)),
@@ -182,6 +188,8 @@ def model_flops(judge: Judge, jobs: Sequence[ScoreJob]) -> dict[str, float]:
             with counter:
                 run()
             counted[name] = float(counter.get_total_flops())
+    for config, implementation in zip(configs, shipped, strict=True):
+        config._attn_implementation = implementation
     counted["LM prefill and readout"] = counted["whole forward"] - counted["vision encoder"]
     return counted
 

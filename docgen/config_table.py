@@ -1,4 +1,4 @@
-"""A pydantic model as a configuration table: key, type, default, description.
+"""A pydantic model (or a dataclass with its descriptions) as a configuration table.
 
 Rendered from the model itself (``RewardModelConfig`` for the ``reward_model`` block), so a key
 added there with ``Field(description=...)`` appears in the docs on the next build. Types are
@@ -7,9 +7,10 @@ written as the YAML user sees them (``null``, ``True``), with their range (``flo
 
 from __future__ import annotations
 
+import dataclasses
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from annotated_types import Ge, Gt, Le, Lt
@@ -86,3 +87,25 @@ def _constraints(metadata: Sequence[Any]) -> list[Any]:
     for item in metadata:  # an Annotated[..., Field(ge=0)] nests its bounds in a FieldInfo
         found += item.metadata if isinstance(item, FieldInfo) else [item]
     return found
+
+
+def dataclass_table(config: type, descriptions: Mapping[str, str], prefix: str = "") -> str:
+    """One row per field of the dataclass ``config``: key, default, description (from ``descriptions``).
+
+    ``ValueError`` for a field without a description or a description without a field, so the
+    table and the class cannot drift apart."""
+    names = [f.name for f in dataclasses.fields(config)]
+    if set(names) != set(descriptions):
+        raise ValueError(
+            f"{config.__name__}: fields {sorted(names)} but descriptions of {sorted(descriptions)}."
+        )
+    defaults = config()
+    rows = [
+        (code(prefix + name), code(_yaml_value(getattr(defaults, name))), descriptions[name])
+        for name in names
+    ]
+    return table(("key", "default", "description"), rows)
+
+
+def _yaml_value(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)

@@ -38,6 +38,13 @@ def _reward_server_config() -> str:
     return config_table(RewardServerConfig, prefix="reward_server.")
 
 
+def _simulation_config() -> str:
+    from docgen.config_table import dataclass_table
+    from rlinf.envs.libero.simulation import BLOCK, KEYS, SimulationConfig
+
+    return dataclass_table(SimulationConfig, KEYS, prefix=f"{BLOCK}.")
+
+
 def _http_api() -> str:
     from docgen.http_api import error_whens, http_reference, server_schema
     from vlm_reward import errors
@@ -56,9 +63,9 @@ def _prometheus_metrics() -> str:
 
 def _env_metrics() -> str:
     from docgen.metrics_table import env_metrics_table
-    from rlinf.envs.libero.reward_term import VLM_METRICS
+    from rlinf.envs.libero.reward_term import VLM_METRICS, WORKER_METRICS
 
-    return env_metrics_table(VLM_METRICS)
+    return env_metrics_table({**VLM_METRICS, **WORKER_METRICS})
 
 
 def _judge_health_metrics() -> str:
@@ -92,7 +99,7 @@ def _episode_log_keys() -> str:
     from vlm_reward.client import episode_record as line
     from vlm_reward.verdict import JUDGE_KEYS
 
-    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *JUDGE_KEYS)
+    keys = (*line.META_KEYS, *line.JUDGEMENT_KEYS, *JUDGE_KEYS, *line.OPTIONAL_JUDGEMENT_KEYS)
     return episode_log_keys(line.EpisodeRecord, keys, line.REQUIRED_KEYS)
 
 
@@ -130,6 +137,7 @@ def _layout() -> str:
 GENERATED: dict[str, Callable[[], str]] = {
     "reward-model-config": _reward_model_config,
     "reward-server-config": _reward_server_config,
+    "simulation-config": _simulation_config,
     "http-api": _http_api,
     "prometheus-metrics": _prometheus_metrics,
     "env-metrics": _env_metrics,

@@ -37,7 +37,8 @@ if sys.argv[3] == "overlay":
     cls = get_env_cls("libero")
     out["env_cls"] = f"{cls.__module__}.{cls.__qualname__}"
     out["env_file"] = sys.modules[cls.__module__].__file__
-    out["base_file"] = sys.modules[cls.__mro__[1].__module__].__file__
+    base = next(c for c in cls.__mro__[1:] if c.__name__ == "LiberoEnv")  # past the fork's mixins
+    out["base_file"] = sys.modules[base.__module__].__file__
 print("PROBE" + json.dumps(out))
 """
 
@@ -104,6 +105,10 @@ FORK_FILES = {
     "rlinf/envs/libero/episode_log.py",
     "rlinf/envs/libero/episode_reward.py",
     "rlinf/envs/libero/reward_term.py",
+    "rlinf/envs/libero/expert_state.py",
+    "rlinf/envs/libero/process_group.py",
+    "rlinf/envs/libero/simulation.py",
+    "rlinf/envs/libero/simulation_env.py",
 }
 
 

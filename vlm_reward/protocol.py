@@ -21,7 +21,7 @@ server. Only pydantic is imported, so the env's client needs nothing of the serv
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -44,6 +44,13 @@ MIN_PIXELS = 28 * 28
 MAX_VIDEO_FPS = 240.0
 # Linux's PATH_MAX: no longer path can name a file.
 MAX_PATH_CHARS = 4096
+
+# Where a reward server listens unless told otherwise (``--host``/``--port``), and so the URL the
+# env's client calls by default (``reward_model.endpoint``): the server's flags, the client's
+# default and the shell launcher all take it from here.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 18080
+DEFAULT_ENDPOINT = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}/score"
 
 # API keys: the environment variable a server reads its keys from (comma-separated), and the
 # header scheme that carries one (``Authorization: Bearer <key>``). Client and server import both.
@@ -130,8 +137,16 @@ class ScoreRequest(BaseModel):
         return self
 
 
+# One frame's score in [0, 1] (a judge that scores frames one by one: ``frame_scores``).
+FrameScore = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
 class ScoreResponse(BaseModel):
-    """A score in [0, 1] plus what it was read from, for logging and debugging."""
+    """A score in [0, 1] plus what it was read from, for logging and debugging.
+
+    ``frame_scores`` is left out of the JSON (not ``null``) when the judge has no per-frame values
+    (every VLM backend), so their answers are what they were before the field.
+    """
 
     model_config = ConfigDict(strict=True, allow_inf_nan=False)
 
@@ -155,6 +170,12 @@ class ScoreResponse(BaseModel):
     )
     prompt_hash: str | None = Field(
         default=None, description="Fingerprint of the prompt as asked (12 hex digits of its SHA-256)."
+    )
+    frame_scores: list[FrameScore] | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="One score in [0, 1] per frame the judge scored, in the video's order (a frame "
+        "classifier: every frame it was shown); absent from judges without per-frame values.",
     )
 
 

@@ -6,7 +6,8 @@ value, its spelling when that is not the field's name, its metavar and choices. 
 default is the flag's default. So a default is written once, on the field, and the value a
 program runs with, its ``--help`` and the docs that render ``--help`` cannot disagree.
 :func:`add_flags` puts a class's flags into an argparse parser or argument group; :func:`read`
-builds the class back from the parsed namespace.
+builds the class back from the parsed namespace; :func:`flag_name` spells one flag for code that
+writes the program's command line (the launchers).
 
 How a flag takes its value follows from its field:
 
@@ -75,6 +76,12 @@ def option(f: dataclasses.Field[Any]) -> str:
     spec: Flag = f.metadata[_KEY]
     name = spec.name or f.name.replace("_", "-")
     return f"--no-{name}" if f.default is True else f"--{name}"
+
+
+def flag_name(cls: type, name: str) -> str:
+    """The flag of ``cls``'s field ``name`` as typed (``--video-root``): for code that writes a
+    command line of the program, so the spelling is the one its parser reads."""
+    return option(next(_chosen(cls, (name,))))
 
 
 def dest(f: dataclasses.Field[Any]) -> str:

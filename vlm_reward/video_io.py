@@ -13,7 +13,6 @@ those as images). Memory is then bounded by what the model sees, not by the file
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -54,24 +53,6 @@ def encode_mp4(frames: np.ndarray, path: str | os.PathLike[str], fps: float) -> 
         for frame in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())
-
-
-def count_frames(path: str | os.PathLike[str], stop_after: int | None = None) -> int:
-    """Number of decodable video frames in ``path``; ``ValueError`` if it is not a readable video.
-
-    With ``stop_after``, decoding stops once that many frames were seen (the count is then
-    ``stop_after``): enough to tell "too many" without paying for all of them.
-    """
-    import av
-
-    try:
-        with av.open(os.fspath(path)) as container:
-            if not container.streams.video:
-                raise ValueError("the file has no video stream.")
-            frames = container.decode(video=0)
-            return sum(1 for _ in itertools.islice(frames, stop_after))
-    except av.error.FFmpegError as exc:
-        raise ValueError(f"not a readable video: {exc.strerror or type(exc).__name__}.") from exc
 
 
 @dataclass(frozen=True)

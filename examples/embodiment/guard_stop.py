@@ -2,7 +2,8 @@
 
 The guard decides inside the env workers (``reward_model.guard.action: stop``,
 :mod:`vlm_reward.watch.judge_watch`), but a worker cannot end a run: an exception raised in a
-worker leaves RLinf's driver waiting for ever (DESIGN.md, section 10). So the env only *asks*
+worker leaves RLinf's driver waiting for ever (the hang :mod:`examples.embodiment.cpu_smoke.guard`
+watches the smoke runs for). So the env only *asks*
 (``LiberoEnv.reward_guard_stop``, a message), and the driver acts:
 
 - :class:`GuardedEnvWorker` is RLinf's ``EnvWorker`` plus one call,

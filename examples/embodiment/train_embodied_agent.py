@@ -42,6 +42,10 @@ def actor_worker_cls(cfg: DictConfig) -> type:
             f"supported: {', '.join(SUPPORTED_LOSSES)}."
         )
     pipeline = cfg.runner.get("use_training_pipeline", False)
+    if cfg.get("cpu_learn", {}).get("enable", False) and not pipeline:
+        from examples.embodiment.cpu_learn.actor import CpuLearnActor
+
+        return CpuLearnActor
     if cfg.get("cpu_smoke", {}).get("enable", False) and not pipeline:
         from examples.embodiment.cpu_smoke.actor import CpuSmokeActor
 

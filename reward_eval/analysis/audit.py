@@ -12,6 +12,12 @@ Every row but ``original`` should be judged a failure, so its positive rate at t
 ``mean_drop`` is the mean of ``original_score - score`` over the counterfactuals whose both
 calls were judged: how much the perturbation lowered the score. Failed calls are counted
 apart and left out, as in :mod:`.metrics`.
+
+A judge that scores frames one by one (a progress judge: a case's ``frame_scores``) is also read
+frame by frame: ``mean_frame_voc`` is the mean Spearman correlation of a row's frame scores with
+the frames' order (:func:`.frame_progress.frame_voc`; ``None`` for a judge without frame scores
+or a row where none is defined). A progress judge reads a ``reversed`` success as progress undone
+(a VOC near -1, a low end score), never as progress.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reward_eval.analysis.frame_progress import frame_voc
 from reward_eval.analysis.metrics import task_key, task_order
 from reward_eval.analysis.perturbations import FAILURE
 from vlm_reward.verdict import is_success
@@ -32,8 +39,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def row_block(cases: Sequence[Mapping[str, Any]], threshold: float) -> dict[str, Any]:
-    """``episodes``, ``judged``, ``fallbacks``, ``positive_rate``, ``mean_score`` and ``mean_drop``
-    (``None`` where undefined) of one row's cases."""
+    """``episodes``, ``judged``, ``fallbacks``, ``positive_rate``, ``mean_score``, ``mean_drop`` and
+    ``mean_frame_voc`` (``None`` where undefined) of one row's cases."""
     scores = [c["score"] for c in cases if c["score"] is not None]
     drops = [
         c["original_score"] - c["score"]
@@ -43,6 +50,8 @@ def row_block(cases: Sequence[Mapping[str, Any]], threshold: float) -> dict[str,
         and c.get("original_score") is not None
     ]
     positives = sum(is_success(s, threshold) for s in scores)
+    framed = [c["frame_scores"] for c in cases if c["score"] is not None and c.get("frame_scores")]
+    vocs = [value for value, _ in map(frame_voc, framed) if value is not None]
     return {
         "episodes": len(cases),
         "judged": len(scores),
@@ -50,6 +59,7 @@ def row_block(cases: Sequence[Mapping[str, Any]], threshold: float) -> dict[str,
         "positive_rate": positives / len(scores) if scores else None,
         "mean_score": _mean(scores),
         "mean_drop": _mean(drops),
+        "mean_frame_voc": _mean(vocs),
     }
 
 

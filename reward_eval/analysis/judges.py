@@ -4,7 +4,8 @@ Every judged record names its judge (:class:`vlm_reward.verdict.JudgeIdentity`:
 backend, model, score mode, prompt preset and fingerprint). Metrics over episodes judged by two
 different judges mix two instruments, so every report lists the judges with their episode
 counts and says so when there is more than one. Fallback episodes were judged by nobody and are
-not counted; records older than the judge keys count as "not recorded".
+not counted; records older than the judge keys count as "not recorded". A report's title names the
+judge by its backend's kind (:func:`evaluation_title`): a classifier is not called a VLM.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from vlm_reward.backends import resolve_backend
 from vlm_reward.client.episode_record import EpisodeRecord
 
 NOT_RECORDED = "not recorded (a log older than the judge's identity)"
+GENERIC_KIND = "judge"  # what a report calls a judge whose kind it cannot tell
 
 
 def judges_of(records: Sequence[EpisodeRecord]) -> list[dict[str, Any]]:
@@ -52,3 +55,27 @@ def mixed_warning(judges: Sequence[Mapping[str, Any]]) -> str | None:
         f"These episodes were scored by {len(judges)} different judges: {judge_text(judges)}. "
         "The metrics below mix them; re-score the run with one judge (rescore) to compare like with like."
     )
+
+
+def backend_of(records: Sequence[EpisodeRecord], requested: str | None = None) -> str | None:
+    """The backend that judged ``records``, as the server answered, when every judged record names
+    the same one; else ``requested`` (the backend the calls asked for; ``None``: the server's own)."""
+    backends = {r.judge.backend for r in records if not r.fallback and r.judge is not None}
+    return next(iter(backends)) if len(backends) == 1 else requested
+
+
+def judge_kind(backend: str | None) -> str:
+    """What a backend's judge is, in a report's words: its class's ``judge_kind`` ("video VLM",
+    "ResNet success classifier"), or "judge" for none or one this process has not registered."""
+    if backend is None:
+        return GENERIC_KIND
+    try:
+        return resolve_backend(backend).judge_kind
+    except ValueError:  # a plugin's backend, registered in the server's process only
+        return GENERIC_KIND
+
+
+def evaluation_title(backend: str | None, subject: str) -> str:
+    """An evaluation report's title: the judge named as what it is, against the simulator."""
+    kind = judge_kind(backend)
+    return f"{kind[0].upper()}{kind[1:]} vs native success: {subject}"

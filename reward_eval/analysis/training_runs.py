@@ -80,18 +80,28 @@ class RunCurves:
 def read_scalars(log_dir: Path) -> dict[str, dict[int, float]]:
     """Every scalar of every event file below ``log_dir``: ``{tag: {step: value}}``.
 
-    Files are read in name order (their names start with the creation time), so when a
-    resumed run logs a step twice the later value wins.
+    Files are read in the order they were created (:func:`_creation_order`), so when a resumed
+    run logs a step twice the later value wins.
     """
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     scalars: dict[str, dict[int, float]] = {}
-    for path in sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=lambda p: p.name):
+    for path in sorted(Path(log_dir).rglob("events.out.tfevents.*"), key=_creation_order):
         accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})  # 0: keep all
         accumulator.Reload()
         for tag in accumulator.Tags()["scalars"]:
             scalars.setdefault(tag, {}).update({e.step: e.value for e in accumulator.Scalars(tag)})
     return scalars
+
+
+def _creation_order(path: Path) -> tuple[int, int, str]:
+    """An event file's ``(second, writer number, name)`` from its name
+    (``events.out.tfevents.<second>.<host>.<pid>.<n>``): writers opened in one second are told
+    apart by their number, compared as a number (``10`` after ``9``)."""
+    parts = path.name.split(".")
+    second = int(parts[3]) if len(parts) > 3 and parts[3].isdigit() else 0
+    number = int(parts[-1]) if parts[-1].isdigit() else 0
+    return second, number, path.name
 
 
 def scalar_series(scalars: Mapping[str, Mapping[int, float]], tag: str) -> Series | None:

@@ -3,7 +3,9 @@
     python -m reward_eval.classifier.labelled_run [DATA] --split held_out --out RUN_DIR
 
 writes ``RUN_DIR/vlm_episodes_eval_rank0.jsonl`` (one record per episode of the split: task, trial,
-native success, its served MP4 as the kept video, ``frames_sent`` = its frames) and
+native success, its served MP4 as the kept video, ``frames_sent`` = its frames, and the simulator's
+goal fraction of each of them, :data:`~reward_eval.analysis.frame_progress.GOAL_FRACTION`, which
+every rescore keeps and a progress judge is measured against) and
 ``settings.json``, so ``reward-eval rescore RUN_DIR --backend resnet --model CKPT`` judges them
 (the evaluation table, calibration, AUROC), ``reward-eval audit`` on that rescored run builds
 its counterfactuals, and :mod:`vlm_reward.watch` replays them. Nothing is judged here: each record
@@ -17,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from reward_eval.analysis.frame_progress import GOAL_FRACTION
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, SPLITS, LabelledSet, load_set
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.settings import RunSettings
@@ -46,6 +49,7 @@ def records(labelled_set: LabelledSet, split: str) -> list[EpisodeRecord]:
                 "error_kind": NOT_JUDGED,
                 "frames_sent": len(e.served.steps),
                 "video_path": str(labelled_set.path(e.served).resolve()),
+                GOAL_FRACTION: list(e.served.goal_fraction),
             }
         )
         for i, e in enumerate(labelled_set.split(split))

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
@@ -35,35 +36,39 @@ SOURCES = (
 )
 
 
-def stamp() -> str:
-    """The hash of :data:`SOURCES`: a checkpoint trained with another one is stale."""
+def stamp(options: Sequence[str] = ()) -> str:
+    """The hash of :data:`SOURCES` and the training ``options``: a checkpoint trained with other
+    ones is stale."""
     digest = hashlib.sha256()
     for path in SOURCES:
         digest.update(path.read_bytes())
+    digest.update("\0".join(options).encode())
     return digest.hexdigest()
 
 
-def up_to_date(checkpoint: Path = CHECKPOINT) -> bool:
-    """Whether ``checkpoint`` was trained from the current sources (and ``SETUP_FORCE`` is unset)."""
+def up_to_date(checkpoint: Path = CHECKPOINT, options: Sequence[str] = ()) -> bool:
+    """Whether ``checkpoint`` was trained from the current sources with ``options`` (and
+    ``SETUP_FORCE`` is unset)."""
     path = checkpoint / STAMP_FILE
-    return not os.environ.get("SETUP_FORCE") and path.is_file() and path.read_text().strip() == stamp()
+    return not os.environ.get("SETUP_FORCE") and path.is_file() and path.read_text().strip() == stamp(options)
 
 
-def ensure(checkpoint: Path = CHECKPOINT) -> int:
+def ensure(checkpoint: Path = CHECKPOINT, options: Sequence[str] = ()) -> int:
     """Train ``checkpoint`` unless it is up to date; the command's exit status (0 when it was).
 
     The training is the ``reward-eval train-classifier`` command itself, run as a user runs it
-    (a child process, so set-up shows its progress bar and its one-sentence errors)."""
-    if up_to_date(checkpoint):
+    (a child process, so set-up shows its progress bar and its one-sentence errors), with its
+    defaults and ``options`` (the learning comparison's lenient judge: ``--target half_goal``)."""
+    if up_to_date(checkpoint, options):
         print(f"[setup] classifier up to date ({checkpoint})", file=sys.stderr)
         return 0
-    print(f"[setup] training the main job's classifier into {checkpoint}", file=sys.stderr)
+    print(f"[setup] training the classifier {checkpoint}", file=sys.stderr)
     start = time.perf_counter()
     command = [sys.executable, "-m", "reward_eval", "train-classifier", str(DEFAULT_DATA_DIR)]
-    command += ["--out", str(checkpoint), "--overwrite"]
+    command += ["--out", str(checkpoint), "--overwrite", *options]
     status = subprocess.run(command, timeout=TRAIN_TIMEOUT_S, check=False).returncode
     if status == 0:
-        (checkpoint / STAMP_FILE).write_text(stamp() + "\n")
+        (checkpoint / STAMP_FILE).write_text(stamp(options) + "\n")
         print(f"[setup] classifier trained in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return status
 

@@ -8,12 +8,12 @@ failures and a classifier that answers "failure" everywhere does not sit at a lo
 frame is shifted by up to ``shift`` px (edge-padded random crop): from scratch, on a few thousand
 frames of one camera, that is what keeps it from learning pixel positions.
 
-Everything random is drawn from ``(seed, epoch)``. A tqdm bar counts the steps and shows the loss.
+Everything random is drawn from ``(seed, epoch)``. A progress bar (:mod:`reward_eval.progress_bar`)
+counts the steps and shows the loss.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from reward_eval.classifier.frame_data import FrameTensors
+from reward_eval.progress_bar import progress_bar
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,12 @@ def shifted(images: Any, shift: int, rng: np.random.Generator) -> Any:
 def train(model: Any, data: FrameTensors, schedule: Schedule, desc: str = "train classifier") -> TrainState:
     """Train ``model`` in place on ``data`` for ``schedule.epochs`` (see the module docstring)."""
     import torch
-    from tqdm import tqdm
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=schedule.lr, weight_decay=schedule.weight_decay)
     labels = data.labels.numpy()
     per_epoch = -(-len(labels) // schedule.batch_size)
     state, start = TrainState(), time.perf_counter()
-    bar = tqdm(total=schedule.epochs * per_epoch, unit="step", desc=desc, file=sys.stderr)
+    bar = progress_bar(schedule.epochs * per_epoch, desc, "step")
     try:
         for epoch in range(schedule.epochs):
             order = balanced_draw(labels, schedule.seed, epoch)

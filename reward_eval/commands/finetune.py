@@ -35,6 +35,7 @@ from reward_eval.job.options import NONE, counterfactual_names, positive_float
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
 from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
+from vlm_reward.tools.server_process import START_TIMEOUT_S
 
 
 def task_list(text: str) -> tuple[str, ...]:
@@ -146,7 +147,12 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--request-timeout", type=positive_float, help="seconds per call (default: the env YAML's timeout)"
     )
-    e.add_argument("--server-start-timeout", type=positive_float, default=300.0)
+    e.add_argument(
+        "--server-start-timeout",
+        type=positive_float,
+        default=START_TIMEOUT_S,
+        help="seconds to wait for each server's /health (default %(default)s)",
+    )
     # The scoring options of the other commands that the fine-tune does not take: not given.
     p.set_defaults(endpoint=None, send_video_inline=None, binary_reward=None, score_mode=None, ca_bundle=None)
 

@@ -105,8 +105,8 @@ def report(args: argparse.Namespace) -> dict[str, Path]:
     )
     settings.write(args.out)
     audit = copy_audit(args.source, args.out, threshold, source_settings.random_model)
-    title = f"VLM reward vs native success: {args.source.name} at threshold {threshold:g}"
-    return finish_report(args.out, settings, title, {"audit": audit} if audit else None)
+    subject = f"{args.source.name} at threshold {threshold:g}"
+    return finish_report(args.out, settings, subject, {"audit": audit} if audit else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,12 +29,12 @@ from typing import Any
 
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.progress import summarize_progress
-from reward_eval.job.judge_config import JudgeSettings, judge_settings, rejudge_keys
+from reward_eval.job.judge_config import judge_settings, judged_run_settings, rejudge_keys
 from reward_eval.job.options import add_scoring_options, check_scoring_options, prefix_count, resolve_model
 from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
-from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
+from reward_eval.job.settings import RunSettings
 from reward_eval.judge.calls import JudgeCall, judge_all
-from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
+from reward_eval.judge.endpoint import scoring_endpoint
 from reward_eval.judge.prefixes import EPISODES_FILE, score_prefixes, write_episodes
 from vlm_reward.argtypes import positive_int
 from vlm_reward.client.episode_log import read_episode_log, write_episode_log
@@ -154,7 +154,15 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
     records = [e.record for kept in sources.values() for e in kept]
     with scoring_endpoint(args, model, video_root, out / "reward_server.log") as judge:
         judged = judge_settings(args, rejudge_keys(args, judge, records), source=source, records=records)
-        settings = rescore_settings(args, model, random_model, judge, judged)
+        settings = judged_run_settings(
+            "rescore",
+            args,
+            model=model,
+            random_model=random_model,
+            judge=judge,
+            judged=judged,
+            skip=("sources",),
+        )
         settings.write(out)
         client = RewardClient(judged.config())
         try:
@@ -164,7 +172,7 @@ def rescore(args: argparse.Namespace) -> dict[str, Path]:
                 extra["progress"] = progress_order(client, sources, args.prefixes, out, args.concurrency)
         finally:
             client.close()
-    return finish_report(out, settings, f"VLM reward vs native success: re-scored {args.source}", extra)
+    return finish_report(out, settings, f"re-scored {args.source}", extra)
 
 
 def progress_order(
@@ -177,27 +185,6 @@ def progress_order(
     results = score_prefixes(client, episodes, k, out, concurrency)
     write_episodes(out / EPISODES_FILE, results)
     return {**summarize_progress(results, k), "episodes_file": EPISODES_FILE, "episodes": results}
-
-
-def rescore_settings(
-    args: argparse.Namespace,
-    model: str | None,
-    random_model: bool,
-    judge: JudgeEndpoint,
-    judged: JudgeSettings,
-) -> RunSettings:
-    """What ``settings.json`` records: every option, then what was resolved from them (model,
-    endpoint, the block the calls used with the source of each key)."""
-    return RunSettings.from_options(
-        "rescore",
-        vars(args),
-        skip=("sources",),
-        backend=judged.config().backend,
-        model=model if args.endpoint is None else ENDPOINT_MODEL,
-        random_model=random_model,
-        endpoint=judge.url,
-        **judged.recorded(),
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,13 +36,19 @@ from reward_eval.analysis.episode_log import episode_logs
 from reward_eval.analysis.metrics import resolve_threshold
 from reward_eval.job.audit_run import audit_episodes, audit_run_dir, summary_block
 from reward_eval.job.env_config import load_env_config
-from reward_eval.job.judge_config import JudgeSettings, job_keys, judge_settings, rejudge_keys
+from reward_eval.job.judge_config import (
+    JudgeSettings,
+    job_keys,
+    judge_settings,
+    judged_run_settings,
+    rejudge_keys,
+)
 from reward_eval.job.options import add_scoring_options, check_scoring_options, resolve_model
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.job.quiet import dropping_stdout_lines
 from reward_eval.job.rollout import make_env, rollout
 from reward_eval.job.run_dir import default_run_dir, finish_report, run_command
-from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
+from reward_eval.job.settings import RunSettings
 from reward_eval.judge.counterfactuals import AuditInputError
 from reward_eval.judge.endpoint import JudgeEndpoint, scoring_endpoint
 from reward_eval.policies import make_policy, policy_names
@@ -208,30 +214,6 @@ def env_config(args: argparse.Namespace, judged: JudgeSettings) -> DictConfig:
     return cfg
 
 
-def run_settings(
-    args: argparse.Namespace,
-    model: str | None,
-    random_model: bool,
-    judge: JudgeEndpoint,
-    judged: JudgeSettings,
-) -> RunSettings:
-    """What ``settings.json`` records: every option, then what was resolved from them (the model
-    actually served, the endpoint actually used, the block and its sources, the reset state ids),
-    which win."""
-    return RunSettings.from_options(
-        "run",
-        vars(args),
-        skip=DERIVED,
-        backend=judged.config().backend,
-        model=model if args.endpoint is None else ENDPOINT_MODEL,
-        random_model=random_model,
-        endpoint=judge.url,
-        policy=args.policy,
-        reset_state_ids=args.reset_state_ids,
-        **judged.recorded(),
-    )
-
-
 def run(args: argparse.Namespace) -> dict[str, Path]:
     """Execute the job for parsed ``args``; returns the report's paths."""
     run_dir, reset_ids, policy = args.out, args.reset_state_ids, args.policy_obj
@@ -239,7 +221,17 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
     model, random_model = resolve_model(args, run_dir)
     with scoring_endpoint(args, model, run_dir, run_dir / "reward_server.log") as judge:
         judged = run_judge_settings(args, judge, run_dir)
-        settings = run_settings(args, model, random_model, judge, judged)
+        settings = judged_run_settings(
+            "run",
+            args,
+            model=model,
+            random_model=random_model,
+            judge=judge,
+            judged=judged,
+            skip=DERIVED,
+            policy=args.policy,
+            reset_state_ids=args.reset_state_ids,
+        )
         settings.write(run_dir)
         env = make_env(env_config(args, judged), min(args.num_envs, len(reset_ids)))
         try:
@@ -249,8 +241,7 @@ def run(args: argparse.Namespace) -> dict[str, Path]:
             env.env.close()
         extra = {"audit": own_audit(args, judge, settings)} if wants_audit(args) else {}
     tasks = ",".join(map(str, args.tasks))
-    title = f"VLM reward vs native success: libero_10 tasks {tasks}, {args.policy} policy"
-    return finish_report(run_dir, settings, title, extra)
+    return finish_report(run_dir, settings, f"libero_10 tasks {tasks}, {args.policy} policy", extra)
 
 
 def own_audit(args: argparse.Namespace, judge: JudgeEndpoint, settings: RunSettings) -> dict[str, Any]:

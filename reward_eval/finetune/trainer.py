@@ -7,7 +7,8 @@ clipped at ``max_grad_norm``), the examples in a fresh order each epoch drawn fr
 After every epoch the trained weights, the optimizer and the loss curve go to
 ``checkpoints/epoch-<n>.pt`` (:func:`save_checkpoint`, which then deletes the previous epoch's:
 a full fine-tune's optimizer state is twice the model); ``--resume`` loads it and continues
-with the next epoch. A tqdm bar counts the optimizer steps and shows the loss.
+with the next epoch. A progress bar (:mod:`reward_eval.progress_bar`) counts the optimizer steps
+and shows the loss.
 
 The loss of one step is the class-weighted readout cross-entropy (:mod:`.readout`) averaged over
 its examples; the epoch's loss is the mean over its steps.
@@ -15,7 +16,6 @@ its examples; the epoch's loss is the mean over its steps.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +25,7 @@ import numpy as np
 
 from reward_eval.finetune.lora import load_trainable_state, trainable_state
 from reward_eval.finetune.readout import answer_log_shares, expected_scores, weighted_nll
+from reward_eval.progress_bar import progress_bar
 
 CHECKPOINT_GLOB = "epoch-*.pt"
 
@@ -137,14 +138,10 @@ def train(
 ) -> TrainState:
     """Train from ``state`` (a resumed one, or the start) to ``schedule.epochs``; a checkpoint after
     every epoch into ``checkpoints``. Returns the final state."""
-    from tqdm import tqdm
-
     state = state or TrainState()
     optimizer = optimizer or make_optimizer(model, schedule.lr)
     per_epoch = len(steps_of(range(len(items)), schedule.grad_accum))
-    bar = tqdm(
-        total=schedule.epochs * per_epoch, initial=state.step, unit="step", desc="fine-tune", file=sys.stderr
-    )
+    bar = progress_bar(schedule.epochs * per_epoch, "fine-tune", "step", initial=state.step)
     try:
         for epoch in range(state.epoch, schedule.epochs):
             losses = []

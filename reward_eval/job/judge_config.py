@@ -31,7 +31,7 @@ from reward_eval.job.reward_block import (
     env_yaml_path,
     resolve_reward_block,
 )
-from reward_eval.job.settings import RunSettings
+from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JudgeEndpoint
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_record import EpisodeRecord
@@ -136,3 +136,32 @@ def judge_settings(
     source_run = None if source is None else source_run_values(source, records)
     block = resolve_reward_block(yaml, job=job, options=judge_options(args), source_run=source_run)
     return JudgeSettings(block, path, why)
+
+
+def judged_run_settings(
+    command: str,
+    args: argparse.Namespace,
+    *,
+    model: str | None,
+    random_model: bool,
+    judge: JudgeEndpoint,
+    judged: JudgeSettings,
+    skip: Sequence[str] = (),
+    **resolved: Any,
+) -> RunSettings:
+    """What ``settings.json`` records for a command that judged episodes (``run``, ``rescore``):
+    every option (less ``skip``: objects the parser derived), then what was resolved from them,
+    which wins: the judge (the backend the calls asked for, the model actually served, or the
+    server's for a given ``--endpoint``, whether it is the tiny random one, the endpoint actually
+    used), the block and the source of each key, and the command's own ``resolved`` values."""
+    return RunSettings.from_options(
+        command,
+        vars(args),
+        skip=skip,
+        backend=judged.config().backend,
+        model=model if args.endpoint is None else ENDPOINT_MODEL,
+        random_model=random_model,
+        endpoint=judge.url,
+        **judged.recorded(),
+        **resolved,
+    )

@@ -30,8 +30,9 @@ from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, served_backend
 from vlm_reward.argtypes import json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.backends import canonical_name
 from vlm_reward.judging.model_family import FAMILIES, QWEN2_5_VL
-from vlm_reward.protocol import SCORE_MODES
+from vlm_reward.protocol import DEFAULT_PORT, SCORE_MODES
 from vlm_reward.tools.runtime import server_python
+from vlm_reward.tools.server_process import START_TIMEOUT_S
 from vlm_reward.tools.tiny_families import TINY_FAMILIES
 
 # The backends that can run the offline tiny checkpoints (Qwen-VL backends), canonical names.
@@ -87,7 +88,7 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     says in the help where ``--threshold`` and ``--binary/--continuous`` default from."""
     server = parser.add_argument_group("reward server (either --endpoint, or --backend/--model)")
     server.add_argument(
-        "--endpoint", help="POST /score URL of a running server, e.g. http://host:18080/score"
+        "--endpoint", help=f"POST /score URL of a running server, e.g. http://host:{DEFAULT_PORT}/score"
     )
     server.add_argument(
         "--backend",
@@ -133,7 +134,7 @@ def add_scoring_options(parser: argparse.ArgumentParser, threshold_default: str)
     server.add_argument(
         "--server-start-timeout",
         type=positive_float,
-        default=300.0,
+        default=START_TIMEOUT_S,
         help="seconds to wait for the local server's /health (default %(default)s)",
     )
     judge = parser.add_argument_group("judgement")

@@ -10,17 +10,16 @@ success), not a verdict, so it is counted as a fallback and never as a VLM succe
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from omegaconf import DictConfig
-from tqdm import tqdm
 
 from reward_eval.job.quiet import dropping_stdout_lines
 from reward_eval.policies import ACTION_DIM, Policy
+from reward_eval.progress_bar import progress_bar
 
 
 @dataclass
@@ -50,7 +49,7 @@ class Tally:
         self.vlm += int((vlm & ~fallback).sum())
 
     def postfix(self) -> dict[str, str]:
-        """``native=S/N``, ``vlm=S/J`` (J: the judged episodes) and ``fallback=F``, for tqdm."""
+        """``native=S/N``, ``vlm=S/J`` (J: the judged episodes) and ``fallback=F``, for the progress bar."""
         return {
             "native": f"{self.native}/{self.done}",
             "vlm": f"{self.vlm}/{self.judged}",
@@ -94,13 +93,12 @@ def run_batch(env: Any, policy: Policy, reset_ids: Sequence[int], chunk: int) ->
 def rollout(env: Any, policy: Policy, reset_ids: Sequence[int], chunk: int) -> Tally:
     """All episodes, ``env.num_envs`` at a time, with a progress bar of the :class:`Tally`; returns it."""
     tally = Tally()
-    with tqdm(total=len(reset_ids), unit="episode", desc="episodes", file=sys.stderr) as bar:
-        bar.set_postfix(tally.postfix())
+    with progress_bar(len(reset_ids), "episodes", "episode", postfix=tally.postfix()) as bar:
         for start in range(0, len(reset_ids), env.num_envs):
             batch = reset_ids[start : start + env.num_envs]
             tally.add(run_batch(env, policy, batch, chunk))
+            bar.set_postfix(tally.postfix(), refresh=False)
             bar.update(len(batch))
-            bar.set_postfix(tally.postfix())
     return tally
 
 

@@ -45,20 +45,26 @@ def default_run_dir(prefix: str = "") -> Path:
 
 
 def finish_report(
-    run_dir: Path, settings: RunSettings, title: str, extra: Mapping[str, Any] | None = None
+    run_dir: Path, settings: RunSettings, subject: str, extra: Mapping[str, Any] | None = None
 ) -> dict[str, Path]:
     """Summarize the run's episode logs, write the report, print the table and the report's path.
 
+    The report's title names the judge as what it is (its backend's kind, as the records name the
+    backend) against the simulator, then ``subject`` (what was judged).
+
     The summary gets the command lines that re-render this run's report at its best thresholds
-    (:mod:`..report.threshold_hint`) and the sections in ``extra`` (``rescore --prefixes``: ``progress``;
-    ``run``: ``audit``).
+    (:mod:`..report.threshold_hint`), ``frame_progress`` when the judge answered per-frame scores
+    (:mod:`..analysis.frame_progress`) and the sections in ``extra`` (``rescore --prefixes``:
+    ``progress``; ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
     """
-    from reward_eval.analysis.judges import judge_text, mixed_warning
+    from reward_eval.analysis.frame_progress import summarize_frame_progress
+    from reward_eval.analysis.judges import backend_of, evaluation_title, judge_text, mixed_warning
     from reward_eval.analysis.metrics import summarize
     from reward_eval.report.audit import audit_lines
     from reward_eval.report.calibration import calibration_lines
     from reward_eval.report.evaluation import write_report
+    from reward_eval.report.frame_progress import frame_progress_lines
     from reward_eval.report.progress import progress_lines
     from reward_eval.report.table import format_table
     from reward_eval.report.threshold_hint import add_report_hints
@@ -69,14 +75,17 @@ def finish_report(
     records = [record for log in logs for record in read_episode_log(log)]
     summary = summarize(records)
     add_report_hints(summary["calibration"], run_dir)
+    if (frames := summarize_frame_progress(records)) is not None:
+        summary["frame_progress"] = frames
     summary.update(extra or {})
+    title = evaluation_title(backend_of(records, settings.backend), subject)
     paths = write_report(run_dir, records, summary, title=title, settings=settings.to_json())
     print(format_table(summary))
     print(f"[reward-eval] judged by: {judge_text(summary['judges'])}")
     if (warning := mixed_warning(summary["judges"])) is not None:
         print(f"[reward-eval] warning: {warning}")
     audit = audit_lines(summary["audit"]) if "audit" in summary else []
-    for line in calibration_lines(summary) + progress_lines(summary) + audit:
+    for line in calibration_lines(summary) + progress_lines(summary) + frame_progress_lines(summary) + audit:
         print(f"[reward-eval] {line}")
     if settings.random_model:
         print("[reward-eval] the judge is the tiny random-weight model: its scores are random.")

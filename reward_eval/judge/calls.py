@@ -1,28 +1,27 @@
 """Many judge calls at once, with a progress bar (``rescore --prefixes``, ``audit``).
 
 :func:`judge_all` makes the calls on a thread pool and returns their results in call order;
-:class:`CallBar` is its tqdm bar on stderr counting the calls, with the fallbacks so far as its
-postfix, safe to update from the worker threads that make the calls. One loop for both
-commands, so both count, order and close the bar the same way.
+:class:`CallBar` is its progress bar (:mod:`reward_eval.progress_bar`) counting the calls, with
+the fallbacks so far as its postfix, safe to update from the worker threads that make the calls.
+One loop for both commands, so both count, order and close the bar the same way.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tqdm import tqdm
+from reward_eval.progress_bar import progress_bar
 
 
 class CallBar:
-    """A thread-safe tqdm bar over ``total`` calls labelled ``desc``, fallbacks in its postfix."""
+    """A thread-safe progress bar over ``total`` calls labelled ``desc``, fallbacks in its postfix."""
 
     def __init__(self, total: int, desc: str) -> None:
-        self._bar = tqdm(total=total, unit="call", desc=desc, file=sys.stderr)
+        self._bar = progress_bar(total, desc, "call")
         self._lock = threading.Lock()
         self._fallbacks = 0
 

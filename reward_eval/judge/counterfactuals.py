@@ -146,7 +146,8 @@ def judge_episodes(
 
 
 def _judge(client: RewardClient, calls: Sequence[Call], concurrency: int) -> list[dict[str, Any]]:
-    """Each call's case with its ``score`` (``None`` for a fallback, whose ``error`` is kept)."""
+    """Each call's case with its ``score`` (``None`` for a fallback, whose ``error`` is kept) and the
+    judge's ``frame_scores`` (``None`` from a judge without them)."""
     requests = [
         JudgeCall(
             call.case["judged_task_text"],
@@ -163,6 +164,7 @@ def _judge(client: RewardClient, calls: Sequence[Call], concurrency: int) -> lis
             "score": None if r.fallback else r.score,
             "error": r.error if r.fallback else None,
             "judge": None if r.fallback or r.judge is None else str(r.judge),
+            "frame_scores": None if r.fallback or r.frame_scores is None else list(r.frame_scores),
         }
         for call, r in zip(calls, results, strict=True)
     ]

@@ -50,32 +50,47 @@ def row_text(name: str) -> str:
     return ROW_TEXT.get(name) or describe(name)
 
 
-def row_cells(name: str, block: Mapping[str, Any]) -> tuple[str, ...]:
+def row_cells(name: str, block: Mapping[str, Any], frames: bool = False) -> tuple[str, ...]:
     """The table cells of row ``name``: episodes, judged (fallbacks), judged success, mean score,
-    mean drop (blank for the two rows that are no perturbation)."""
+    mean drop (blank for the two rows that are no perturbation); with ``frames``, the mean per-frame
+    VOC too."""
     mean_drop = block["mean_drop"]
     # round, then add 0.0: a rise smaller than the last digit shows as 0.000, not -0.000
     drop = num(None if mean_drop is None else round(mean_drop, 3) + 0.0)
     drop = "" if name in (ORIGINAL, FAILURE) else drop
     judged = f"{block['judged']}" + (f" ({block['fallbacks']} fallback)" if block["fallbacks"] else "")
-    return (str(block["episodes"]), judged, pct(block["positive_rate"]), num(block["mean_score"]), drop)
+    cells = (str(block["episodes"]), judged, pct(block["positive_rate"]), num(block["mean_score"]), drop)
+    return (*cells, num(block.get("mean_frame_voc"))) if frames else cells
 
 
 HEADERS = ("episodes", "judged", "judged success", "mean score", "mean drop")
+FRAME_HEADER = "mean per-frame VOC"  # a judge with frame scores: does the score rise frame by frame?
+FRAME_NOTE = (
+    f"The judge scored each frame: {FRAME_HEADER} is the Spearman correlation of a case's frame scores "
+    "with the frames' order, averaged over the row (+1: the score rises with every frame). A progress "
+    "judge reads a reversed success as progress undone (near -1) that ends where it started."
+)
+
+
+def has_frame_vocs(summary: Mapping[str, Any]) -> bool:
+    """Whether any row has a per-frame VOC (the judge answered frame scores)."""
+    return any(b.get("mean_frame_voc") is not None for b in summary["rows"].values())
 
 
 def _tables(summary: Mapping[str, Any]) -> list[Block]:
-    rows = tuple((name, row_text(name), *row_cells(name, b)) for name, b in summary["rows"].items())
+    frames = has_frame_vocs(summary)
+    headers = (*HEADERS, FRAME_HEADER) if frames else HEADERS
+    rows = tuple((name, row_text(name), *row_cells(name, b, frames)) for name, b in summary["rows"].items())
     per_task = tuple(
-        (key, task["task_text"], name, *row_cells(name, b))
+        (key, task["task_text"], name, *row_cells(name, b, frames))
         for key, task in summary["per_task"].items()
         for name, b in task["rows"].items()
         if b["episodes"]
     )
     return [
-        Table(("episodes judged as", "what they are", *HEADERS), rows),
+        Table(("episodes judged as", "what they are", *headers), rows),
         Para("Per task:"),
-        Table(("task", "task text", "row", *HEADERS), per_task),
+        Table(("task", "task text", "row", *headers), per_task),
     ]
 
 
@@ -108,6 +123,8 @@ def audit_blocks(audit: Mapping[str, Any], image_prefix: str = "") -> list[Block
             f"{audit['calls']} calls, {audit['fallback_calls']} fallback(s), left out."
         ),
     ]
+    if has_frame_vocs(audit):
+        blocks.append(Para(FRAME_NOTE))
     judges = audit.get("judges") or []
     if judges:  # audits older than the judge's identity have none
         blocks.append(Para(f"Judged by: {judge_text(judges)}."))

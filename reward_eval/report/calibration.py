@@ -167,7 +167,7 @@ def roc_plot(path: Path, cal: Mapping[str, Any], summary: Mapping[str, Any]) -> 
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("false positive rate (native failures judged success)")
     ax.set_ylabel("true positive rate (native successes judged success)")
-    ax.set_title("ROC of the VLM score against native success")
+    ax.set_title("ROC of the score against native success")
     ax.legend(fontsize=8, loc="lower right")
     return save_figure(fig, path)
 
@@ -187,7 +187,7 @@ def reliability_plot(path: Path, cal: Mapping[str, Any]) -> Path:
     )
     top.set_ylim(-0.02, 1.02)
     top.set_ylabel("native success rate")
-    top.set_title("Reliability of the VLM score")
+    top.set_title("Reliability of the score")
     top.legend(fontsize=8, loc="best")
     width = cal["reliability"][0]["bin_hi"] - cal["reliability"][0]["bin_lo"]
     bottom.bar(
@@ -199,7 +199,7 @@ def reliability_plot(path: Path, cal: Mapping[str, Any]) -> Path:
         edgecolor="white",
     )
     bottom.set_xlim(0, 1)
-    bottom.set_xlabel("VLM score")
+    bottom.set_xlabel("score")
     bottom.set_ylabel("episodes")
     return save_figure(fig, path)
 

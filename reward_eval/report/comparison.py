@@ -1,11 +1,11 @@
-"""The comparison of two training runs: ``compare.png`` and the Markdown table of ``compare.md``.
+"""The comparison of training runs: ``compare.png`` and the Markdown table of ``compare.md``.
 
 Draws and formats the :class:`~..analysis.training_runs.RunCurves` of a native-reward and a
-VLM-reward run: native success of both over training steps, then one agreement panel per x
-unit (training steps for scalars, judged episodes for episode-log windows), then, for each run
-that logged the judge's live health, its false-positive curves over the same steps as native
-success (overall, per task, canaries; false negatives dotted; the guard's trip marked); the
-table has the final and best native success of each run, its mean agreement, the final
+VLM-reward run, or of any number of runs: native success of each over training steps, then one
+agreement panel per x unit (training steps for scalars, judged episodes for episode-log windows),
+then, for each run that logged the judge's live health, its false-positive curves over the same
+steps as native success (overall, per task, canaries; false negatives dotted; the guard's trip
+marked); the table has the final and best native success of each run, its mean agreement, the final
 false-positive and false-negative rates and when the guard tripped.
 """
 
@@ -22,7 +22,8 @@ from matplotlib.ticker import MaxNLocator
 from reward_eval.analysis.judges import judge_text, mixed_warning
 from reward_eval.analysis.training_runs import STEP_UNIT, HealthCurves, RunCurves
 
-COLORS = ("#264653", "#e76f51")  # native run, VLM run
+# native run, VLM run (a pair), then more runs; a run past the list wraps around
+COLORS = ("#264653", "#e76f51", "#2a9d8f", "#8e44ad", "#e9c46a", "#6c757d")
 GUARD_COLOR = "#d62828"
 
 
@@ -30,11 +31,12 @@ def plot(runs: Sequence[RunCurves], native_tag: str, path: Path) -> Path:
     """Native success of every run over steps, one agreement panel per x unit, one health panel
     per run that logged it."""
     units = list(dict.fromkeys(r.agreement.unit for r in runs if r.agreement is not None))
-    watched = [(run, color) for run, color in zip(runs, COLORS, strict=False) if run.health is not None]
+    colored = [(run, COLORS[i % len(COLORS)]) for i, run in enumerate(runs)]
+    watched = [(run, color) for run, color in colored if run.health is not None]
     panels = 1 + len(units) + len(watched)
     fig = Figure(figsize=(8, 3.2 * panels))
     axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
-    for run, color in zip(runs, COLORS, strict=False):
+    for run, color in colored:
         axes[0].plot(run.native.x, run.native.y, color=color, marker=".", label=run.label)
         for ax, unit in zip(axes[1 : 1 + len(units)], units, strict=True):
             if run.agreement is not None and run.agreement.unit == unit:

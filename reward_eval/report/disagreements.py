@@ -48,8 +48,8 @@ def _verdict_lines(record: EpisodeRecord, threshold: float) -> list[str]:
     score = float(record.vlm_score)
     return [
         f"task: {record.task_text or '(no task text)'}",
-        f"native: {native}; VLM score {score:.3f} -> {verdict} at threshold {threshold:g}",
-        f"VLM answer: {answer}",
+        f"native: {native}; score {score:.3f} -> {verdict} at threshold {threshold:g}",
+        f"judge's answer: {answer}",
     ]
 
 
@@ -78,9 +78,9 @@ def disagreement_section(
     blocks: list[Block] = [
         Heading("Disagreements"),
         Para(
-            f"{len(indices)} judged episode(s) where the VLM's verdict differs from the simulator's: "
-            f"{overall['fp']} false positive(s) (VLM success, native failure) and {overall['fn']} false "
-            "negative(s). Each strip shows the frames of the video the VLM was sent."
+            f"{len(indices)} judged episode(s) where the judge's verdict differs from the simulator's: "
+            f"{overall['fp']} false positive(s) (judged success, native failure) and {overall['fn']} false "
+            "negative(s). Each strip shows the frames of the video the judge was sent."
         ),
     ]
     strips: dict[str, Path] = {}

@@ -1,9 +1,9 @@
 """A tiny document model rendered to Markdown and to standalone HTML.
 
-The report is one list of blocks (headings, paragraphs, lists, tables, images, links, alerts), so
-its Markdown and HTML versions always say the same thing. All text is plain: the renderers
-escape it (a VLM answer's ``<answer>`` tags show as text in both). The HTML needs nothing
-from the network: its style is inline and images are referenced by relative path.
+The report is one list of blocks (headings, paragraphs, lists, tables, images, links, alerts, and
+folded groups of blocks), so its Markdown and HTML versions always say the same thing. All text is
+plain: the renderers escape it (a VLM answer's ``<answer>`` tags show as text in both). The HTML
+needs nothing from the network: its style is inline and images are referenced by relative path.
 """
 
 from __future__ import annotations
@@ -66,7 +66,15 @@ class Alert:
     text: str
 
 
-Block = Heading | Para | Items | Table | Image | Link | Alert
+@dataclass(frozen=True)
+class Details:
+    """Blocks folded under a one-line summary (``<details>``): complete, out of the reader's way."""
+
+    summary: str
+    blocks: tuple[Block, ...]
+
+
+Block = Heading | Para | Items | Table | Image | Link | Alert | Details
 
 
 def _md_text(text: str) -> str:
@@ -98,6 +106,9 @@ def render_markdown(blocks: Sequence[Block]) -> str:
             out.append(f"[{_md_cell(b.text)}]({b.href})")
         elif isinstance(b, Alert):
             out.append(f"> **WARNING: {_md_text(b.text)}**")
+        elif isinstance(b, Details):  # GitHub folds it; the blank lines let the Markdown inside render
+            inner = render_markdown(b.blocks).rstrip("\n")
+            out.append(f"<details><summary>{html.escape(b.summary)}</summary>\n\n{inner}\n\n</details>")
     return "\n\n".join(out) + "\n"
 
 
@@ -108,6 +119,7 @@ th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; }
 th { background: #f0f0f0; }
 img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
 .warning { background: #fde2e1; border: 2px solid #c0392b; padding: 0.8em; font-weight: bold; }
+summary { cursor: pointer; margin: 0.5em 0; }
 """
 
 
@@ -127,6 +139,9 @@ def _html_block(b: Block) -> str:
         return f'<img src="{e(b.src)}" alt="{e(b.alt)}">'
     if isinstance(b, Link):
         return f'<p><a href="{e(b.href)}">{e(b.text)}</a></p>'
+    if isinstance(b, Details):
+        inner = "\n".join(_html_block(block) for block in b.blocks)
+        return f"<details><summary>{e(b.summary)}</summary>\n{inner}\n</details>"
     return f'<div class="warning">WARNING: {e(b.text)}</div>'
 
 

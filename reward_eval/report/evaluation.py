@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward_eval.analysis.judges import mixed_warning
+from reward_eval.analysis.judges import backend_of, judge_kind, judge_text, mixed_warning
 from reward_eval.analysis.metrics import Record, as_records
 from reward_eval.report import plots
 from reward_eval.report.audit import audit_section
@@ -32,6 +32,7 @@ from reward_eval.report.document import (
     render_html,
     render_markdown,
 )
+from reward_eval.report.frame_progress import frame_progress_section
 from reward_eval.report.progress import progress_section
 from reward_eval.report.provenance import RANDOM_MODEL_WARNING, provenance_section
 from reward_eval.report.table import check_summary, num, pct
@@ -48,21 +49,35 @@ def _fallbacks(block: Mapping[str, Any]) -> str:
     return f"{block['fallback_count']} ({pct(block['fallback_rate'])})"
 
 
+def _lead(
+    records: Sequence[EpisodeRecord], summary: Mapping[str, Any], settings: Mapping[str, Any]
+) -> list[Block]:
+    """The first line under the title: the judge as the server named it, and what it is."""
+    backend = backend_of(records, settings.get("backend"))
+    kind = judge_kind(backend)
+    what = f"a {kind}" if backend is None else f"a {kind}, backend {backend}"
+    named = judge_text(summary.get("judges") or [])
+    overall = summary["overall"]
+    scope = f"{overall['n_episodes']} episodes over {len(summary['per_task'])} task(s)"
+    threshold = f"judged success = score >= {summary['threshold']:g}"
+    return [Para(f"The judge: {what}; as the server named it: {named}. {scope}; {threshold}.")]
+
+
 def _overall(block: Mapping[str, Any]) -> list[Block]:
     rows = (
         ("episodes", str(block["n_episodes"])),
         ("judged (non-fallback) episodes", str(block["n_judged"])),
         ("fallbacks", _fallbacks(block)),
         ("native success rate (all episodes)", pct(block["native_success_rate"])),
-        ("VLM success rate (judged)", pct(block["vlm_success_rate"])),
-        ("agreement VLM vs native (judged)", pct(block["agreement"])),
+        ("judge's success rate (judged)", pct(block["vlm_success_rate"])),
+        ("agreement judge vs native (judged)", pct(block["agreement"])),
         ("precision", num(block["precision"])),
         ("recall", num(block["recall"])),
         ("specificity", num(block["specificity"])),
         ("F1", num(block["f1"])),
         ("AUROC of the score", num(block["auroc"])),
-        ("mean VLM score | native success", num(block["mean_vlm_score_native_success"])),
-        ("mean VLM score | native failure", num(block["mean_vlm_score_native_failure"])),
+        ("mean score | native success", num(block["mean_vlm_score_native_success"])),
+        ("mean score | native failure", num(block["mean_vlm_score_native_failure"])),
     )
     confusion = (
         ("native success", str(block["tp"]), str(block["fn"])),
@@ -71,13 +86,13 @@ def _overall(block: Mapping[str, Any]) -> list[Block]:
     return [
         Heading("Overall"),
         Table(("metric", "value"), rows),
-        Para("Confusion matrix of the judged episodes (rows: simulator, columns: VLM):"),
-        Table(("", "VLM success", "VLM failure"), confusion),
+        Para("Confusion matrix of the judged episodes (rows: simulator, columns: judge):"),
+        Table(("", "judge: success", "judge: failure"), confusion),
     ]
 
 
 def _per_task(summary: Mapping[str, Any]) -> list[Block]:
-    headers = ("task", "task text", "n", "judged", "native SR", "VLM SR", "agree")
+    headers = ("task", "task text", "n", "judged", "native SR", "judge SR", "agree")
     headers += ("precision", "recall", "F1", "AUROC", "fallbacks")
     rows = tuple((key, b["task_text"], *_task_cells(b)) for key, b in summary["per_task"].items())
     return [Heading("Per task"), Table(headers, rows)]
@@ -154,9 +169,9 @@ def _write_plots(
 
 
 FIGURE_CAPTIONS = {
-    "score_histogram": "VLM score by native outcome, all tasks",
-    "score_histograms_per_task": "VLM score by native outcome, per task",
-    "task_rates": "native vs VLM success rate and agreement per task",
+    "score_histogram": "score by native outcome, all tasks",
+    "score_histograms_per_task": "score by native outcome, per task",
+    "task_rates": "native vs judge success rate and agreement per task",
     "latency_histogram": "scoring latency per episode",
 }
 
@@ -187,9 +202,11 @@ def write_report(
 
     ``records`` are episode records (decoded lines are validated into them). ``summary``
     must be :func:`..analysis.metrics.summarize` of ``records`` (it is written to
-    ``summary.json`` unchanged). ``settings`` (backend, model, endpoint, ...) are listed as
-    the provenance of the numbers, ``backend`` and ``model`` also in its opening lines;
-    ``"random_model": True`` puts a warning at the top that the scores are meaningless.
+    ``summary.json`` unchanged). The report leads with its results: under ``title`` the judge as
+    the records name it and what kind of judge it is (its backend's, :func:`..analysis.judges.judge_kind`),
+    then the overall and per-task tables. ``settings`` (backend, model, endpoint, ...) follow as the
+    provenance of the numbers, folded (every setting, the ``reward_model`` block with the source
+    of each key); ``"random_model": True`` puts a warning at the top that the scores are meaningless.
     ``max_strips`` caps the disagreement strips drawn. Returns the written paths under the keys
     ``summary``, ``markdown``, ``html``, ``score_histogram``, ``task_rates``,
     ``score_histograms_per_task`` (more than one task), ``latency_histogram`` (when latencies
@@ -219,11 +236,13 @@ def write_report(
         blocks.append(Alert(RANDOM_MODEL_WARNING))
     if (warning := mixed_warning(summary.get("judges") or [])) is not None:
         blocks.append(Alert(warning))
-    blocks += provenance_section(summary, settings) + _overall(summary["overall"]) + _per_task(summary)
+    blocks += _lead(records, summary, settings) + _overall(summary["overall"]) + _per_task(summary)
+    blocks += provenance_section(summary, settings)
     blocks += _reward_modes(summary) + _errors_and_latency(summary["overall"])
     sections = (
         ("calibration", calibration_section),
         ("progress", progress_section),
+        ("frame_progress", frame_progress_section),
         ("audit", audit_section),
     )
     for key, section in sections:

@@ -70,13 +70,13 @@ def _draw_score_hist(ax: Any, records: Sequence[EpisodeRecord], threshold: float
 
 
 def score_histogram(path: Path, records: Sequence[EpisodeRecord], threshold: float) -> Path:
-    """VLM scores of all episodes, split by the native outcome, with the threshold marked."""
+    """The judge's scores of all episodes, split by the native outcome, with the threshold marked."""
     fig = Figure(figsize=(9, 4), layout="constrained")
     ax = fig.add_subplot()
     _draw_score_hist(ax, records, threshold, legend=True)
-    ax.set_xlabel("VLM score")
+    ax.set_xlabel("score")
     ax.set_ylabel("episodes")
-    ax.set_title("VLM score by native outcome (all tasks)")
+    ax.set_title("Score by native outcome (all tasks)")
     return save_figure(fig, path)
 
 
@@ -105,7 +105,7 @@ def score_histograms_per_task(
     handles.append(Line2D([], [], color="black", linestyle="--", linewidth=1))
     labels.append(f"threshold {threshold:g}")
     fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8)
-    fig.suptitle("VLM score by native outcome, per task")
+    fig.suptitle("Score by native outcome, per task")
     return save_figure(fig, path)
 
 
@@ -114,12 +114,12 @@ def _rate(value: float | None) -> float:
 
 
 def task_rates_chart(path: Path, summary: Mapping[str, Any]) -> Path:
-    """Horizontal grouped bars per task (overall first): native SR, VLM SR, agreement."""
+    """Horizontal grouped bars per task (overall first): native SR, the judge's SR, agreement."""
     blocks = [("overall", summary["overall"])]
     blocks += [(f"{k}: {_short(b['task_text'], 42)}", b) for k, b in summary["per_task"].items()]
     series = [
         ("native success rate", "native_success_rate", SUCCESS_COLOR),
-        ("VLM success rate (judged)", "vlm_success_rate", FAILURE_COLOR),
+        ("judge's success rate (judged)", "vlm_success_rate", FAILURE_COLOR),
         ("agreement (judged)", "agreement", AGREE_COLOR),
     ]
     fig = Figure(figsize=(9, 1.0 + 0.55 * len(blocks)), layout="constrained")
@@ -136,7 +136,7 @@ def task_rates_chart(path: Path, summary: Mapping[str, Any]) -> Path:
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("rate")
     fig.legend(loc="outside lower center", ncol=3, fontsize=8)  # outside: never over a bar
-    ax.set_title("Native vs VLM success rate and agreement per task")
+    ax.set_title("Native vs judge success rate and agreement per task")
     return save_figure(fig, path)
 
 

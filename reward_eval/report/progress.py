@@ -111,8 +111,8 @@ def progress_plot(path: Path, episodes: list[Mapping[str, Any]], k: int) -> Path
     ax.set_xlim(0, 1.05)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("fraction of the kept video's frames in the prefix")
-    ax.set_ylabel("VLM score")
-    ax.set_title(f"VLM score of each prefix (K = {k})")
+    ax.set_ylabel("score")
+    ax.set_title(f"Score of each prefix (K = {k})")
     return save_figure(fig, path)
 
 

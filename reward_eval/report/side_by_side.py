@@ -8,6 +8,13 @@ Each run dir is a ``run`` or a ``rescore`` of the same episodes (its ``summary.j
 simulator, AUROC, the verdict on the episodes (does every native success score above every
 native failure?) and the audit's judged-success rate per row (``original``: the successes,
 every other row: episodes that must be judged failures).
+
+When a run dir measured progress (``rescore --prefixes``, or a judge's per-frame scores:
+:mod:`..analysis.frame_progress`), every row also gets the progress measures, ``-`` where its
+judge has none: the prefix VOC of the native successes and failures (the one every judge shares: a
+judge whose score grows with the video's length has a high VOC on both), the Pearson of
+the frame scores with the simulator's goal fraction, the per-frame VOC of the successes, and how
+many successes end above the failures' median end score (every judge has it).
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from reward_eval.report.table import num, pct
 from vlm_reward.client.episode_log import EPISODE_LOG_GLOB, read_episode_log
 
 SUMMARY_FILE = "summary.json"
+OUTCOMES = ("success", "failure")
 
 
 def separates(run_dir: Path) -> bool | None:
@@ -48,8 +56,33 @@ def verdict(split: bool | None) -> str:
     return {True: "separates", False: "does not separate", None: "n/a (one class)"}[split]
 
 
-def row(run_dir: Path) -> dict[str, str]:
-    """One judge's cells."""
+def progress_cells(run_dir: Path, summary: Mapping[str, Any]) -> dict[str, str]:
+    """The progress measures of one judge (see the module docstring); ``-`` where it has none."""
+    from reward_eval.analysis.frame_progress import ends_above_failures
+    from reward_eval.report.frame_progress import ends_cell, pearson_cell, voc_cell
+
+    prefixes = summary.get("progress")
+    frames = (summary.get("frame_progress") or {}).get("overall")
+    records = [r for log in sorted(run_dir.glob(EPISODE_LOG_GLOB)) for r in read_episode_log(log)]
+    ends = [[r.vlm_score for r in records if not r.fallback and r.native_success is o] for o in (True, False)]
+    vocs = {key: prefixes["overall"][f"native_{key}"]["mean_voc"] if prefixes else None for key in OUTCOMES}
+    return {
+        # both outcomes: a judge whose score rises with the video's length rises on failures too
+        **{f"prefix VOC | {key}": "-" if prefixes is None else num(vocs[key]) for key in OUTCOMES},
+        "Pearson (goal)": "-" if frames is None else pearson_cell(frames),
+        "frame VOC | success": "-" if frames is None else voc_cell(frames),
+        "ends above failures": ends_cell({"ends_above_failures": ends_above_failures(*ends)}),
+    }
+
+
+def measured_progress(run_dir: Path) -> bool:
+    """Whether the run dir's summary has a progress measure (prefixes or frame scores)."""
+    summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    return "progress" in summary or "frame_progress" in summary
+
+
+def row(run_dir: Path, progress: bool = False) -> dict[str, str]:
+    """One judge's cells (with ``progress``, its progress measures too)."""
     summary = json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     overall = summary["overall"]
     audit = audit_of(run_dir)
@@ -63,12 +96,14 @@ def row(run_dir: Path) -> dict[str, str]:
         "successes vs failures": verdict(separates(run_dir)),
     }
     cells.update({name: pct(block["positive_rate"]) for name, block in rows.items()})
-    return cells
+    return {**cells, **(progress_cells(run_dir, summary) if progress else {})}
 
 
 def table(run_dirs: Sequence[Path]) -> str:
-    """The aligned table, one row per run dir, columns in first-seen order."""
-    rows = [row(run_dir) for run_dir in run_dirs]
+    """The aligned table, one row per run dir, columns in first-seen order; the progress columns
+    when any run dir measured progress."""
+    progress = any(measured_progress(run_dir) for run_dir in run_dirs)
+    rows = [row(run_dir, progress) for run_dir in run_dirs]
     header = list(dict.fromkeys(key for r in rows for key in r))
     cells = [header, *([r.get(key, "-") for key in header] for r in rows)]
     widths = [max(len(line[i]) for line in cells) for i in range(len(header))]

@@ -47,7 +47,7 @@ def test_a_section_expands_help_like_argparse() -> None:
 
 
 def test_run_embodiment_flags_come_from_its_case_statement() -> None:
-    assert script_flags(REPO / RUN_EMBODIMENT) == ("--dry-run", "--cpu-smoke")
+    assert script_flags(REPO / RUN_EMBODIMENT) == ("--dry-run", "--cpu-smoke", "--cpu-learn")
 
 
 def test_every_script_has_a_usage_comment_and_a_section() -> None:

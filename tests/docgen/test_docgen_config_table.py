@@ -54,3 +54,14 @@ def test_a_key_without_a_description_fails_the_build() -> None:
 
     with pytest.raises(ValueError, match=r"Undocumented.bare has no Field\(description=...\)"):
         config_table(Undocumented)
+
+
+def test_the_simulation_block_is_a_row_per_key_with_its_default() -> None:
+    from docgen.config_table import dataclass_table
+    from rlinf.envs.libero.simulation import KEYS, SimulationConfig
+
+    rows = dataclass_table(SimulationConfig, KEYS, prefix="simulation.").splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| `") for row in rows] == [f"simulation.{key}" for key in KEYS]
+    assert "| `simulation.cameras` | `true` |" in rows[0] and "`null`" in rows[-1]
+    with pytest.raises(ValueError, match=r"fields .* but descriptions of"):
+        dataclass_table(SimulationConfig, {"cameras": "only one"})

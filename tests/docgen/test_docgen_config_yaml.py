@@ -8,7 +8,15 @@ import pytest
 from omegaconf import OmegaConf
 from pydantic import BaseModel, Field
 
-from docgen.config_yaml import REWARD_MODEL_YAML, config_yaml, main, reward_model_yaml, yaml_value
+from docgen.config_yaml import (
+    REPO,
+    REWARD_MODEL_YAML,
+    config_yaml,
+    main,
+    reward_model_yaml,
+    yaml_default,
+    yaml_value,
+)
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.protocol import SCORE_MODES
 
@@ -91,3 +99,17 @@ def test_yaml_value(value: Any, text: str) -> None:
 def test_a_value_without_a_yaml_spelling_is_refused() -> None:
     with pytest.raises(TypeError, match="no YAML spelling"):
         yaml_value(object())
+
+
+# The pages that show the block turned on: every other key they print is its default.
+EXCERPT_PAGES = ("README.md", "docs/env/index.md")
+
+
+@pytest.mark.parametrize("page", EXCERPT_PAGES, ids=EXCERPT_PAGES)
+def test_a_page_s_excerpt_of_the_block_prints_the_defaults(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
+    excerpt = text.split("```yaml\nreward_model:\n", 1)[1].split("```", 1)[0]
+    shown = dict(line.split("#")[0].strip().split(": ", 1) for line in excerpt.splitlines())
+    assert shown.pop("enable") == "True"
+    fields = RewardModelConfig.model_fields
+    assert shown and {key: yaml_default(fields[key]) for key in shown} == shown

@@ -21,10 +21,10 @@ def test_every_series_of_a_scrape_is_a_row_with_its_type_and_help() -> None:
 
 
 def test_env_metrics_are_the_envs_keys_in_order() -> None:
-    from rlinf.envs.libero.reward_term import VLM_METRIC_KEYS, VLM_METRICS
+    from rlinf.envs.libero.reward_term import VLM_METRIC_KEYS, VLM_METRICS, WORKER_METRICS
 
-    rows = env_metrics_table(VLM_METRICS).splitlines()[2:]
-    assert [row.split(" | ")[0].strip("| `") for row in rows] == list(VLM_METRIC_KEYS)
+    rows = env_metrics_table({**VLM_METRICS, **WORKER_METRICS}).splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| `") for row in rows] == [*VLM_METRIC_KEYS, *WORKER_METRICS]
 
 
 def test_every_series_the_docs_name_is_one_the_server_exposes() -> None:

@@ -54,3 +54,9 @@ def idle_actions(num_envs: int, chunk: int) -> np.ndarray:
     actions = np.zeros((num_envs, chunk, 7), dtype=np.float32)
     actions[..., -1] = -1.0
     return actions
+
+
+def cached_frame_counts(env: Any) -> list[int]:
+    """How many frames each env of the project's LiberoEnv holds for its running episode (its
+    private episode-reward core: a white-box check that a reset keeps only the new episode's)."""
+    return [len(frames) for frames in env._rewards.frames]

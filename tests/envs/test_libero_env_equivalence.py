@@ -27,7 +27,8 @@ def _rollout(env_cls: type | None) -> dict:
         obs, _ = env.reset()
         chunks = [env.chunk_step(a) for a in actions]
         cache = getattr(env, "_frames", None)
-        return {"cls": type(env), "reset_obs": obs, "chunks": chunks, "cache": cache}
+        second, _ = env.reset()  # the next episode's start (a rebuilt simulator)
+        return {"cls": type(env), "reset_obs": obs, "chunks": chunks, "cache": cache, "second_reset": second}
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +80,56 @@ def test_the_robot_actually_moved(pair) -> None:
 def test_no_frame_cache_when_disabled(pair) -> None:
     ours, _ = pair
     assert ours["cache"] is None
+
+
+# ---- the simulation block (docs/env/simulation.md): the same physics, the judge's frames as shown ----
+
+LIGHT = {"cameras": False, "envs_per_process": NUM_ENVS, "rebuild_on_reset": False, "judge_frame_size": 256}
+
+
+@pytest.fixture(scope="module")
+def light() -> dict:
+    """Our env with the learning runs' simulation block (no cameras, one process, soft reset) and the
+    reward model on (states recorded), the same seed and actions as ``pair``; each finished episode's
+    frames as sent to the judge (no server answers: the fallback score)."""
+    cfg = libero_cfg(max_episode_steps=MAX_STEPS, simulation=LIGHT, **{"reward_model.enable": True})
+    rng = np.random.default_rng(7)
+    actions = rng.uniform(-0.5, 0.5, size=(MAX_STEPS // CHUNK, NUM_ENVS, CHUNK, 7)).astype(np.float32)
+    with libero_env(cfg, NUM_ENVS) as env:
+        sent: list = []
+        submit = env.reward_client.submit
+        env.reward_client.submit = lambda episode: (sent.append(episode), submit(episode))[1]
+        obs, _ = env.reset()
+        chunks = [env.chunk_step(a) for a in actions]
+        second, _ = env.reset()  # the next episode's start (robosuite's soft reset)
+        return {"reset_obs": obs, "chunks": chunks, "sent": sent, "second_reset": second}
+
+
+def test_the_physics_is_the_same_without_cameras(pair, light) -> None:
+    ours, _ = pair
+    assert torch.equal(ours["reset_obs"]["states"], light["reset_obs"]["states"])
+    for a, b in zip(ours["chunks"], light["chunks"], strict=True):
+        assert torch.equal(a[0][-1]["states"], b[0][-1]["states"]) and torch.equal(a[2], b[2])
+    assert tuple(light["reset_obs"]["main_images"].shape) == (NUM_ENVS, 1, 1, 3), "placeholders"
+    # After a soft reset robosuite reuses the arm's controller: its 15 no-op steps end a few micrometres
+    # from where a rebuilt simulator's end (6e-6 m measured), far below what a task or a judge sees.
+    eef = slice(0, 3)
+    gap = (ours["second_reset"]["states"][:, eef] - light["second_reset"]["states"][:, eef]).abs().max()
+    assert float(gap) < 1e-4
+
+
+def test_the_judges_frames_are_the_pixels_the_camera_showed(pair, light) -> None:
+    ours, _ = pair
+    assert len(light["sent"]) == NUM_ENVS, "each episode scored once, at its truncation"
+    shown = [(ours["reset_obs"], 0), (ours["chunks"][-1][0][-1], -1)]  # the reset frame, the last step's
+    for env, episode in enumerate(light["sent"]):  # submitted in env order
+        assert episode.task_text == ours["reset_obs"]["task_descriptions"][env]
+        assert len(episode.frames) == MAX_STEPS + 1, "the reset frame and every step"
+        for obs, k in shown:
+            gaps = [
+                np.abs(episode.frames[k].astype(float) - obs["main_images"][e].numpy()).mean()
+                for e in range(NUM_ENVS)
+            ]
+            # its own env's camera frame, up to a rendering residue (the basket tasks: under 0.5 of 255;
+            # a scene whose look carries state LIBERO keeps outside MuJoCo's, task 8's stove: 1.7-2.1)
+            assert gaps[env] < 2.5 and gaps[env] == min(gaps), gaps

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import cached_frame_counts, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
@@ -133,4 +133,4 @@ def test_steps_through_record_video_score_the_episode_before_the_auto_reset(ev: 
     assert (float(final["vlm_scored"][0]), float(final["vlm_score"][0])) == (1.0, 0.8)
     [line] = ev.log_lines()[lines_before:]
     assert (line["reset_state_id"], line["rank"], line["seed_offset"]) == (ended_id, RANK, SEED_OFFSET)
-    assert [len(f) for f in ev.env.episode_rewards.frames] == [1], "auto-reset: the new episode's frame"
+    assert cached_frame_counts(ev.env) == [1], "auto-reset: the new episode's frame"

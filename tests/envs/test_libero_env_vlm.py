@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import cached_frame_counts, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
 
@@ -185,7 +185,7 @@ def test_auto_reset_scores_before_resetting(ctx: EnvCase) -> None:
     assert len(ctx.jobs()) - calls_before == NUM_ENVS
     # The ended episodes got their reward; the fresh ones start with one cached frame.
     np.testing.assert_allclose(result["rewards"][:, END_STEP].numpy(), [COEF * 0.6] * NUM_ENVS)
-    assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1]
+    assert cached_frame_counts(ctx.env) == [1, 1]
 
 
 def test_the_request_is_in_flight_while_the_chunk_goes_on(
@@ -238,7 +238,7 @@ def test_step_called_alone_with_auto_reset(ctx: EnvCase) -> None:
     assert truncations.all()
     np.testing.assert_allclose(reward.numpy(), [COEF * 0.2] * NUM_ENVS, atol=1e-6)
     np.testing.assert_allclose(infos["final_info"]["episode"]["vlm_score"].numpy(), [0.2, 0.2])
-    assert [len(f) for f in ctx.env.episode_rewards.frames] == [1, 1], "reset: one frame each"
+    assert cached_frame_counts(ctx.env) == [1, 1], "reset: one frame each"
 
 
 def test_set_reward_model_keeps_enable_fixed(ctx: EnvCase) -> None:

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from examples.embodiment.cpu_smoke import cpu_platform
 from examples.embodiment.cpu_smoke import guard as cpu_smoke
 from examples.embodiment.cpu_smoke.cpu_platform import CpuPlatform
+from examples.embodiment.cpu_smoke.ray_watch import death_line
 
 
 @pytest.fixture
@@ -124,7 +125,7 @@ def test_death_lines_name_the_worker_and_skip_intended_kills() -> None:
             }
         },
     }
-    assert cpu_smoke.death_line(creation) == (
+    assert death_line(creation) == (
         "RolloutGroup:0 (pid 42) died in __init__: AttributeError: 'NoneType' object"
     )
     crashed = {
@@ -133,15 +134,15 @@ def test_death_lines_name_the_worker_and_skip_intended_kills() -> None:
         "pid": 7,
         "death_cause": {"actor_died_error_context": {"reason": "WORKER_DIED", "error_message": "killed\n"}},
     }
-    assert cpu_smoke.death_line(crashed) == "EnvWorker (pid 7) died (WORKER_DIED): killed"
+    assert death_line(crashed) == "EnvWorker (pid 7) died (WORKER_DIED): killed"
     oom = {
         "name": "EnvGroup:0",
         "pid": 9,
         "death_cause": {"oom_context": {"error_message": "low memory\nstats"}},
     }
-    assert cpu_smoke.death_line(oom) == "EnvGroup:0 (pid 9) was killed by Ray's memory monitor: low memory"
+    assert death_line(oom) == "EnvGroup:0 (pid 9) was killed by Ray's memory monitor: low memory"
     killed = {"name": "probe", "death_cause": {"actor_died_error_context": {"reason": "RAY_KILL"}}}
-    assert cpu_smoke.death_line(killed) is None
+    assert death_line(killed) is None
 
 
 @pytest.mark.parametrize(

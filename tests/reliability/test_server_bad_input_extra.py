@@ -23,7 +23,8 @@ import requests
 
 from tests.conftest import moving_square_frames
 from tests.support.server import ServerProcess
-from vlm_reward.video_io import count_frames, encode_mp4
+from tests.support.video_frames import count_frames
+from vlm_reward.video_io import encode_mp4
 
 pytestmark = pytest.mark.slow
 

@@ -103,6 +103,7 @@ def test_rows_hold_hand_computed_rates_scores_and_drops() -> None:
             "positive_rate": 0.5,
             "mean_score": 0.45,
             "mean_drop": 0.3,
+            "mean_frame_voc": None,  # a judge without frame scores
         }
     )
     assert summary["rows"]["frozen"] == pytest.approx(
@@ -113,6 +114,7 @@ def test_rows_hold_hand_computed_rates_scores_and_drops() -> None:
             "positive_rate": 0.0,
             "mean_score": 0.1,
             "mean_drop": 0.5,
+            "mean_frame_voc": None,
         }
     )
     assert summary["rows"]["failure"]["positive_rate"] == 0.5  # 0.5 >= 0.5: the report's success rule
@@ -142,7 +144,29 @@ def test_an_empty_row_has_no_rates() -> None:
         "positive_rate": None,
         "mean_score": None,
         "mean_drop": None,
+        "mean_frame_voc": None,
     }
+
+
+def framed(name: str, frames: list[float] | None, score: float | None = 0.1) -> dict[str, Any]:
+    return {**case(name, 0, score, 0.9), "frame_scores": frames}
+
+
+def test_a_progress_judge_s_rows_are_read_frame_by_frame() -> None:
+    """Reversed: the success's frame scores backwards, a VOC of -1; frozen: the same score at every
+    frame, no VOC; a fallback and a case without frame scores are left out of the mean."""
+    cases = [
+        framed(ORIGINAL, [0.0, 0.5, 1.0], 0.9),
+        framed("reversed", [1.0, 0.5, 0.0]),
+        framed("reversed", [0.9, 0.1, 0.1]),  # ranks (3, 1.5, 1.5) against (1, 2, 3): -sqrt(3)/2
+        framed("reversed", [0.1, 0.2, 0.3], None),  # a fallback: its stale frames are not read
+        framed("frozen", [0.0, 0.0, 0.0]),
+        framed("frozen", None),
+    ]
+    rows = summarize_audit(cases, ["reversed", "frozen"], 0.5)["rows"]
+    assert rows[ORIGINAL]["mean_frame_voc"] == pytest.approx(1.0)
+    assert rows["reversed"]["mean_frame_voc"] == pytest.approx((-1 - 3**0.5 / 2) / 2)
+    assert rows["frozen"]["mean_frame_voc"] is None and rows["failure"]["mean_frame_voc"] is None
 
 
 # ----------------------------------------------------------------------------- the report's rows
@@ -161,3 +185,15 @@ def test_a_report_row_shows_the_drop_to_three_decimals(name: str, block: dict[st
 
     base = {"episodes": 2, "judged": 1, "fallbacks": 1, "positive_rate": 0.5, "mean_score": 0.25}
     assert row_cells(name, {**base, **block}) == ("2", "1 (1 fallback)", "50.0%", "0.250", drop)
+
+
+def test_the_audit_report_has_the_frame_column_only_for_a_judge_with_frame_scores() -> None:
+    from reward_eval.report.audit import FRAME_HEADER, audit_blocks
+    from reward_eval.report.document import render_markdown
+
+    cases = [framed(ORIGINAL, [0.0, 0.5, 1.0], 0.9), framed("reversed", [1.0, 0.5, 0.0])]
+    summary = {**summarize_audit(cases, ["reversed"], 0.5), "worst": {}}
+    with_frames = render_markdown(audit_blocks(summary))
+    assert f"| mean drop | {FRAME_HEADER} |" in with_frames and "| 0.800 | -1.000 |" in with_frames
+    without = render_markdown(audit_blocks({**summarize_audit(CASE_LIST, ["reversed"], 0.5), "worst": {}}))
+    assert FRAME_HEADER not in without

@@ -80,6 +80,17 @@ def test_table_has_final_and_best_native_success_and_mean_agreement(runs: Path, 
     _assert_png_with_content(runs / "out" / "compare.png")
 
 
+def test_any_number_of_runs_each_a_row_and_a_curve_labelled_by_its_dir(runs: Path, capsys) -> None:
+    _write_scalars(runs / "lenient", {"env/success_once": [0.2, 0.2, 0.3, 0.3, 0.3]})
+    three = [str(runs / name) for name in ("native", "vlm", "lenient")]
+    assert compare.main([*three, "--out", str(runs / "out")]) == 0
+    rows = [line for line in (runs / "out" / "compare.md").read_text().splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0].strip("| ") for row in rows[2:]] == ["native", "vlm", "lenient"]
+    assert "0.300 (step 4)" in rows[4] and "0.300 (step 2)" in rows[4], "final, then best (the first at it)"
+    _assert_png_with_content(runs / "out" / "compare.png")
+    assert compare.main([three[0], "--out", str(runs / "one"), "--labels", "alone"]) == 0
+
+
 def test_agreement_comes_from_the_jsonl_in_windows_when_the_scalar_is_missing(tmp_path: Path) -> None:
     _write_scalars(tmp_path / "native", {"env/success_once": NATIVE_SUCCESS})
     _write_scalars(tmp_path / "vlm", {"env/success_once": VLM_SUCCESS})
@@ -185,11 +196,11 @@ def test_a_run_without_the_native_tag_fails_with_its_tags(tmp_path: Path, make, 
     assert not (tmp_path / "out").exists()
 
 
-def test_labels_must_be_two(runs: Path, capsys) -> None:
+def test_labels_must_be_one_per_run(runs: Path, capsys) -> None:
     with pytest.raises(SystemExit) as exc:
         _compare(runs, "--labels", "only-one")
     assert exc.value.code == 2
-    assert "--labels needs two non-empty comma-separated labels" in capsys.readouterr().err
+    assert "--labels needs 2 non-empty comma-separated labels, one per run" in capsys.readouterr().err
 
 
 def test_a_broken_episode_log_line_is_named(tmp_path: Path, capsys) -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reward_eval.job.judge_config import job_keys, source_run_values
-from reward_eval.job.reward_block import JOB_KEYS
-from reward_eval.job.settings import RunSettings
+from reward_eval.job.judge_config import JudgeSettings, job_keys, judged_run_settings, source_run_values
+from reward_eval.job.reward_block import JOB_KEYS, ResolvedBlock
+from reward_eval.job.settings import ENDPOINT_MODEL, RunSettings
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JudgeEndpoint
 from vlm_reward.client.episode_record import EpisodeRecord
 
@@ -61,3 +62,32 @@ def test_a_recorded_run_gives_its_block_and_an_older_one_its_records() -> None:
     assert older == {"success_threshold": 0.3, "binary_reward": False}
     mixed = source_run_values(RunSettings(), [_record(0.3, False), _record(0.6, False)])
     assert mixed["success_threshold"] is None, "records that disagree say nothing"
+
+
+def _judged(backend: str | None) -> JudgeSettings:
+    block = ResolvedBlock({"enable": True, "backend": backend}, {"enable": "job", "backend": "option"})
+    return JudgeSettings(block, Path("/env.yaml"), "default")
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "model"),
+    [(None, "/models/judge"), ("http://gpu/score", ENDPOINT_MODEL)],
+    ids=["local-server-model", "given-endpoint-the-server-s"],
+)
+def test_a_judged_run_records_its_options_then_its_judge_and_block(endpoint: str | None, model: str) -> None:
+    args = argparse.Namespace(endpoint=endpoint, tasks=[0, 1], backend=None, policy_obj=object(), out="RUN")
+    settings = judged_run_settings(
+        "run",
+        args,
+        model="/models/judge",
+        random_model=True,
+        judge=JUDGE,
+        judged=_judged("resnet"),
+        skip=("policy_obj",),
+        reset_state_ids=[3, 4],
+    )
+    assert (settings.command, settings.backend, settings.model) == ("run", "resnet", model)
+    assert (settings.random_model, settings.endpoint) == (True, JUDGE.url)
+    assert (settings.env_config, settings.env_config_source) == ("/env.yaml", "default")
+    assert settings.reward_model_sources == {"enable": "job", "backend": "option"}
+    assert settings.details == {"tasks": [0, 1], "out": "RUN", "reset_state_ids": [3, 4]}

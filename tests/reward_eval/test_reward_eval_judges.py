@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from reward_eval.analysis.judges import NOT_RECORDED, judges_of, mixed, mixed_warning
+from reward_eval.analysis.judges import (
+    NOT_RECORDED,
+    backend_of,
+    evaluation_title,
+    judges_of,
+    mixed,
+    mixed_warning,
+)
 from reward_eval.analysis.metrics import summarize
 from reward_eval.commands import compare
 from reward_eval.report.audit import audit_blocks, audit_lines
@@ -89,3 +96,35 @@ def test_compare_shows_each_runs_judge_and_warns_of_a_mixed_run(tmp_path: Path) 
     assert str(HF) in rows["VLM reward"] and str(VLLM) in rows["VLM reward"]
     assert "**VLM reward:** These episodes were scored by 2 different judges" in text
     assert json.loads(json.dumps(lines))  # the lines are plain JSON, as the env writes them
+
+
+RESNET = JudgeIdentity("resnet", "libero_basket_resnet [mean P(success) of the last 1 frame]", "probability")
+TITLES = [
+    ("classifier", [RESNET], None, "ResNet success classifier vs native success: RUN"),
+    ("vlm-by-alias", [None], "qwen2_5_vl_hf", "Video VLM vs native success: RUN"),
+    ("the-records-win", [HF], "resnet", "Video VLM vs native success: RUN"),
+    ("two-backends-the-request", [HF, RESNET], "resnet", "ResNet success classifier vs native success: RUN"),
+    ("a-plugin-s", [None], "fixed_score", "Judge vs native success: RUN"),
+    ("nothing-known", [None], None, "Judge vs native success: RUN"),
+]
+
+
+@pytest.mark.parametrize(
+    ("judges", "requested", "title"), [t[1:] for t in TITLES], ids=[t[0] for t in TITLES]
+)
+def test_a_report_title_names_the_judge_as_what_it_is(
+    judges: list[JudgeIdentity | None], requested: str | None, title: str
+) -> None:
+    """The backend the records name (else the one asked for) gives the kind; never "VLM" by default."""
+    records = [_record(j) for j in judges] + [_record(VLLM, fallback=True)]  # a fallback names nobody
+    assert evaluation_title(backend_of(records, requested), "RUN") == title
+
+
+def test_the_report_s_first_line_says_what_the_judge_is(tmp_path: Path) -> None:
+    """The records' backend decides, whatever the settings asked for: a classifier is not a VLM."""
+    text = _report(tmp_path, [_record(RESNET), _record(RESNET, native=False)])
+    first = text.split("\n\n")[1]
+    assert first.startswith(
+        f"The judge: a ResNet success classifier, backend resnet; as the server named it: {RESNET}."
+    )
+    assert "VLM" not in text.split("## Where the numbers come from")[0]

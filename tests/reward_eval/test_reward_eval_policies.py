@@ -18,6 +18,7 @@ from reward_eval import policies
 from reward_eval.policies import basic, make_policy, policy_names, register_policy
 from reward_eval.policies import registry as policy_registry
 from reward_eval.policies.expert import ExpertController
+from tests.support.expert_scene import TASK0, task0_raw_obs
 
 
 @pytest.fixture
@@ -95,23 +96,12 @@ def test_registering_twice_or_a_non_policy_fails(registry: dict) -> None:
 
 # ---------------------------------------------------------------------------- the expert
 
-TASK0 = "put both the alphabet soup and the tomato sauce in the basket"
-
 
 def _scene_env(num_envs: int, task: str = TASK0) -> SimpleNamespace:
     """Raw observations of task 0's scene at its reset pose, as ``env.current_raw_obs`` holds."""
-    raw = {
-        "robot0_eef_pos": np.array([-0.04, 0.0, 0.70]),
-        "robot0_eef_quat": np.array([1.0, 0.0, 0.0, 0.0]),
-        "alphabet_soup_1_pos": np.array([-0.1, -0.15, 0.475]),
-        "alphabet_soup_1_quat": np.array([0.0, 0.707, 0.707, 0.0]),
-        "tomato_sauce_1_pos": np.array([-0.12, 0.06, 0.475]),
-        "tomato_sauce_1_quat": np.array([0.0, 0.707, 0.707, 0.0]),
-        "basket_1_pos": np.array([0.0, 0.27, 0.432]),
-    }
     return SimpleNamespace(
         num_envs=num_envs,
-        current_raw_obs=[dict(raw) for _ in range(num_envs)],
+        current_raw_obs=[task0_raw_obs() for _ in range(num_envs)],
         task_descriptions=[task] * num_envs,
     )
 

@@ -10,7 +10,6 @@ import os
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import requests
 
@@ -18,8 +17,9 @@ from reward_eval.commands import run as run_cmd
 from reward_eval.job import options
 from reward_eval.judge import endpoint as judge
 from reward_eval.judge.replicas import gpus_each
+from tests.support.server import running_servers
 from vlm_reward.protocol import authorization
-from vlm_reward.tools.server_process import SERVER_MODULE, health_url, route_url
+from vlm_reward.tools.server_process import health_url, route_url
 
 PLUGIN = "tests.support.fake_backends"
 
@@ -60,10 +60,6 @@ def test_gpus_per_replica_default_to_one_each_when_there_are_enough(
     assert gpus_each(requested, replicas, gpus) == each
 
 
-def _servers() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if SERVER_MODULE in " ".join(p.cmdline())]
-
-
 @pytest.mark.slow
 def test_replicas_serve_under_the_commands_key_and_leave_nothing_behind(tmp_path: Path) -> None:
     args = _args("--backend", "fixed_score", "--model", "none", "--plugin", PLUGIN, "--replicas", "2")
@@ -75,12 +71,12 @@ def test_replicas_serve_under_the_commands_key_and_leave_nothing_behind(tmp_path
             headers = {"Authorization": authorization(key)}
             assert requests.get(route_url(url, "/backends"), headers=headers, timeout=10).status_code == 200
             assert requests.get(route_url(url, "/backends"), timeout=10).status_code == 401
-        assert len(_servers()) == 2
+        assert len(running_servers()) == 2
     assert judge.LOCAL_KEY_ENV not in os.environ
     deadline = time.monotonic() + 30
-    while _servers() and time.monotonic() < deadline:
+    while running_servers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _servers()
+    assert not running_servers()
     logs = sorted(p.name for p in (tmp_path / "reward_server").iterdir())
     assert logs == ["replica0.log", "replica1.log"]
     for url in urls:

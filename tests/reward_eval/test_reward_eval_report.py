@@ -17,9 +17,9 @@ import pytest
 from PIL import Image
 
 from reward_eval.analysis.metrics import summarize
-from reward_eval.report.document import Para, Table, render_html, render_markdown
+from reward_eval.report.document import Details, Para, Table, render_html, render_markdown
 from reward_eval.report.evaluation import write_report
-from reward_eval.report.provenance import RANDOM_MODEL_WARNING
+from reward_eval.report.provenance import RANDOM_MODEL_WARNING, key_source
 from reward_eval.report.table import format_table, num, pct
 from tests.conftest import moving_square_frames
 from vlm_reward.video_io import encode_mp4
@@ -282,3 +282,71 @@ def test_document_escapes_table_cells_and_tags() -> None:
     page = render_html(blocks, "t")
     assert "<td>x | y</td><td>&lt;answer&gt;1&lt;/answer&gt;</td>" in page
     assert "<p>1 &lt; 2 &amp; 3 &gt; 2</p>" in page
+
+
+def test_document_folds_details_in_both_renderings() -> None:
+    blocks = [Details("Settings (1)", (Para("a < b"), Table(("k", "v"), (("x", "1"),))))]
+    md = render_markdown(blocks)
+    table = "| k | v |\n| --- | --- |\n| x | 1 |"
+    assert md == f"<details><summary>Settings (1)</summary>\n\na \\< b\n\n{table}\n\n</details>\n"
+    page = render_html(blocks, "t")
+    assert "<details><summary>Settings (1)</summary>\n<p>a &lt; b</p>\n<table>" in page
+    assert "</table>\n</details>" in page
+
+
+BLOCK_SETTINGS = {
+    **SETTINGS,
+    "endpoint": "http://127.0.0.1:9/score",
+    "reward_model": {"nframes": 16, "backend_kwargs": {"prompt": "yes_no"}, "timeout": 120.0},
+    "reward_model_sources": {"nframes": "option", "backend_kwargs.prompt": "env_yaml"},
+}
+
+
+def test_the_report_leads_with_its_judge_and_results_and_folds_its_provenance(tmp_path: Path) -> None:
+    records = make_records(tmp_path / "videos")
+    paths = write_report(tmp_path / "run", records, summarize(records), title="T", settings=BLOCK_SETTINGS)
+    md = paths["markdown"].read_text()
+    order = [
+        "# T\n",
+        RANDOM_MODEL_WARNING,
+        "The judge: a video VLM, backend qwen_vl_hf; as the server named it: not recorded (a log older",
+        "## Overall",
+        "## Per task",
+        "## Where the numbers come from",
+        "<details><summary>Settings of this evaluation (4)</summary>",
+        "<details><summary>The reward_model block of the calls (3 keys, each with its source)</summary>",
+        "## Binary and continuous reward",
+    ]
+    assert [md.index(part) for part in order] == sorted(md.index(part) for part in order)
+    assert "| nframes | 16 | option |" in md and "| timeout | 120.0 | not recorded |" in md
+    assert '| backend_kwargs | {"prompt": "yes_no"} | key by key: prompt from env_yaml |' in md
+    html = paths["html"].read_text()
+    assert html.count("<details>") == 2 and html.index("<h2>Overall</h2>") < html.index("<details>")
+
+
+SOURCES = [
+    ("own", "nframes", 16, {"nframes": "option"}, "option"),
+    (
+        "merged",
+        "backend_kwargs",
+        {"a": 1, "b": 2},
+        {"backend_kwargs.a": "option", "backend_kwargs.b": "job"},
+        "key by key: a from option, b from job",
+    ),
+    (
+        "merged-empty",
+        "backend_kwargs",
+        {},
+        {"nframes": "env_yaml"},
+        "merged key by key; no source sets a key",
+    ),
+    ("older-run-dir", "backend_kwargs", {}, {}, "not recorded"),
+    ("missing", "timeout", 120.0, {"nframes": "option"}, "not recorded"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "sources", "shown"), [s[1:] for s in SOURCES], ids=[s[0] for s in SOURCES]
+)
+def test_every_row_of_the_block_names_its_source(key: str, value: Any, sources: dict, shown: str) -> None:
+    assert key_source(key, value, sources) == shown

@@ -8,6 +8,8 @@ argparse error before any rollout. A fake venv stands in for ``.venv-vllm``.
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from reward_eval.job import options
 from reward_eval.judge import endpoint as judge
 from tests.support.vllm_venv import fake_venv
 from vlm_reward.tools import runtime
-from vlm_reward.tools.server_process import ServerStartError
+from vlm_reward.tools.server_process import START_TIMEOUT_S, RewardServerProcess, ServerStartError
 
 
 @pytest.fixture
@@ -83,3 +85,11 @@ def test_a_vllm_backend_without_any_vllm_fails_before_the_rollout(
     with pytest.raises(SystemExit) as exc:
         _scoring_args(["--backend", "qwen2_5_vl_vllm", "--model", "/m"])
     assert exc.value.code == 2 and "bash scripts/setup.sh" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["run", "rescore", "audit", "finetune"])
+def test_every_command_waits_for_its_servers_as_long_as_the_launcher(command: str) -> None:
+    """``--server-start-timeout`` defaults to the launcher's own wait, defined once."""
+    module = importlib.import_module(f"reward_eval.commands.{command}")
+    launcher = inspect.signature(RewardServerProcess.wait_ready).parameters["timeout"].default
+    assert module.build_parser().get_default("server_start_timeout") == launcher == START_TIMEOUT_S

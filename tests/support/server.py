@@ -8,19 +8,50 @@ it fails the test (``pytest.fail``, with its log) instead of raising.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from vlm_reward.tools.server_process import HealthReply, RewardServerProcess, ServerStartError, free_port
+from vlm_reward.tools.server_process import (
+    SERVER_MODULE,
+    HealthReply,
+    RewardServerProcess,
+    ServerStartError,
+    free_port,
+)
 
-__all__ = ["REPO", "Samples", "ServerProcess", "free_port", "metric_samples", "token_counts"]
+__all__ = [
+    "REPO",
+    "Samples",
+    "ServerProcess",
+    "free_port",
+    "metric_samples",
+    "running_servers",
+    "token_counts",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_PLUGINS = ("tests.support.fake_backends",)
+
+
+def running_servers() -> list[psutil.Process]:
+    """Reward servers among this process's descendants that still run.
+
+    A zombie (a child that exited and was not yet reaped, e.g. by an earlier test's launcher) and a
+    process that ends while being read are skipped: neither serves, and psutil raises on both."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and SERVER_MODULE in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 class ServerProcess(RewardServerProcess):
@@ -58,6 +89,17 @@ class ServerProcess(RewardServerProcess):
         """Wait for ``/health`` 200; fail the test with the server log if it never comes."""
         self.wait_until(lambda reply: reply.status_code == 200, timeout, "healthy")
         return self
+
+    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
+        """The log once it holds every one of ``needles``, or as it is after ``timeout`` seconds.
+
+        The server writes a request's access line after the response has gone out, so a
+        client that reads the log right after its response can be a moment early.
+        """
+        deadline = time.monotonic() + timeout
+        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.log()
 
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

@@ -23,8 +23,8 @@ import os
 import time
 from collections.abc import Sequence
 
+from tests.support.video_frames import count_frames
 from vlm_reward.backends import RewardBackend, ScoreJob, register_backend
-from vlm_reward.video_io import count_frames
 
 
 @register_backend

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tests.support.video_frames import count_frames
 from vlm_reward.backends import ProbabilityAnswer, RewardBackend, ScoreJob, register_backend
 from vlm_reward.protocol import SCORE_MODES
-from vlm_reward.video_io import count_frames
 
 # A text each text mode reads as a score (rubric: "ANSWER: n" on its 1-5 scale, 3 -> 0.5).
 TEXT_ANSWERS = {"auto": "0.7", "percentage": "70%", "unit": "0.7", "rubric": "ANSWER: 3"}

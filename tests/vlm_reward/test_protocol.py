@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
 from vlm_reward.judging.parsing import parse_score
 from vlm_reward.protocol import (
+    DEFAULT_ENDPOINT,
+    DEFAULT_PORT,
     ERROR_STATUS,
     MAX_PATH_CHARS,
     MAX_VIDEO_FPS,
@@ -66,6 +72,36 @@ def test_a_response_score_must_be_in_the_unit_interval(score: float, ok: bool) -
             ScoreResponse.model_validate(body)
 
 
+RESPONSE = {"score": 0.5, "raw_value": None, "answer": None, "think": None, "backend": "b", "model": "m"}
+
+
+@pytest.mark.parametrize(
+    ("frame_scores", "ok"),
+    [([0.0, 0.5, 1.0], True), ([], True), ([0.2, 1.01], False), ([-0.1], False), (["0.5"], False)],
+    ids=["in-range", "empty", "above-one", "negative", "string"],
+)
+def test_frame_scores_are_each_in_the_unit_interval(frame_scores: list, ok: bool) -> None:
+    body = {**RESPONSE, "latency_s": 0.1, "frame_scores": frame_scores}
+    if ok:
+        assert ScoreResponse.model_validate(body).frame_scores == frame_scores
+    else:
+        with pytest.raises(ValidationError, match="frame_scores"):
+            ScoreResponse.model_validate(body)
+
+
+@pytest.mark.parametrize(
+    ("frame_scores", "keys"),
+    [(None, set()), ([0.25, 0.75], {"frame_scores"})],
+    ids=["absent-without-per-frame-values", "present-with-them"],
+)
+def test_frame_scores_are_left_out_of_the_json_when_there_are_none(frame_scores, keys: set) -> None:
+    response = ScoreResponse(**RESPONSE, latency_s=0.1, frame_scores=frame_scores)
+    written = json.loads(response.model_dump_json())
+    assert set(written) - set(ScoreResponse.model_fields) == set()
+    assert {"frame_scores"} & set(written) == keys
+    assert ScoreResponse.model_validate(written) == response
+
+
 def test_defaults_follow_the_protocol() -> None:
     req = ScoreRequest.model_validate({"task_text": "open the drawer", "video_path": "a.mp4"})
     assert (req.nframes, req.max_pixels, req.video_fps) == (16, 200704, 4.0)
@@ -106,3 +142,33 @@ def test_integer_fps_is_accepted_as_float() -> None:
         ScoreRequest.model_validate({"task_text": "t", "video_path": "a.mp4", "video_fps": 10}).video_fps
         == 10.0
     )
+
+
+REPO = Path(__file__).resolve().parents[2]
+PRODUCT = ("vlm_reward", "reward_eval", "rlinf", "examples", "docgen", "benchmarks", "scripts")
+
+
+def test_the_default_port_is_written_once_in_the_product_code() -> None:
+    """The server's ``--port``, the client's endpoint and the launchers take it from the protocol."""
+    literal = re.compile(rf"\b{DEFAULT_PORT}\b")
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for root in PRODUCT
+        for path in sorted((REPO / root).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if literal.search(line)
+    ]
+    assert found == ["vlm_reward/protocol.py:" + _line_of("DEFAULT_PORT = ")], found
+
+
+def _line_of(prefix: str) -> str:
+    lines = (REPO / "vlm_reward" / "protocol.py").read_text(encoding="utf-8").splitlines()
+    return str(next(n for n, line in enumerate(lines, 1) if line.startswith(prefix)))
+
+
+def test_the_server_listens_where_the_client_calls_by_default() -> None:
+    from vlm_reward.client.config import RewardModelConfig
+    from vlm_reward.server.serving import ServingOptions
+
+    options = ServingOptions()
+    assert RewardModelConfig().endpoint == DEFAULT_ENDPOINT == f"http://{options.host}:{options.port}/score"

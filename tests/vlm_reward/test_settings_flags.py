@@ -9,7 +9,16 @@ from dataclasses import dataclass
 import pytest
 
 from vlm_reward.argtypes import positive_int
-from vlm_reward.settings_flags import add_flags, dest, flag, flag_fields, option, read, read_optional
+from vlm_reward.settings_flags import (
+    add_flags,
+    dest,
+    flag,
+    flag_fields,
+    flag_name,
+    option,
+    read,
+    read_optional,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,17 @@ def test_each_flag_field_is_spelled_from_its_field_and_its_default() -> None:
         "--wait",
     ]
     assert [dest(f) for f in flag_fields(Check)] == ["check", "check_level"]
+
+
+@pytest.mark.parametrize(
+    ("field", "spelled"),
+    [("count", "--count"), ("tags", "--tag"), ("wait_s", "--wait"), ("loud", "--no-loud")],
+    ids=["name", "repeat", "other-spelling", "switch-on"],
+)
+def test_flag_name_spells_one_field_s_flag_as_the_parser_reads_it(field: str, spelled: str) -> None:
+    assert flag_name(Toy, field) == spelled
+    with pytest.raises(ValueError, match="Toy has no flag field 'note'"):
+        flag_name(Toy, "note")
 
 
 PARSES = [

@@ -89,11 +89,14 @@ class ProbabilityAnswer:
 
     ``probability`` is the expected score of the preset's answer scale at the first answer
     position (:func:`vlm_reward.judging.probability.expected_score`; yes/no: P(yes) / (P(yes) + P(no))),
-    ``answer`` the likeliest answer word.
+    ``answer`` the likeliest answer word. ``frame_scores``: a judge that scores frames one by one
+    (a frame classifier) gives each frame's value, in the video's order, and the response carries
+    them (``ScoreResponse.frame_scores``); ``None`` for a judge that has none.
     """
 
     probability: float
     answer: str
+    frame_scores: tuple[float, ...] | None = None
 
 
 class RewardBackend(abc.ABC):
@@ -116,6 +119,9 @@ class RewardBackend(abc.ABC):
 
     name: ClassVar[str]
     aliases: ClassVar[tuple[str, ...]] = ()
+    # What the judge is, in a report's words ("video VLM", "ResNet success classifier"): a report
+    # names its judge by it, never as a VLM when it is not one.
+    judge_kind: ClassVar[str] = "judge"
     default_score_mode: ClassVar[str] = "auto"
     score_modes: ClassVar[tuple[str, ...]] = TEXT_SCORE_MODES
     # The prompts this backend asks with (a preset plus the server's --backend-kwargs), or None

@@ -172,6 +172,7 @@ class OpenAICompatibleBackend(FamilyCheckpoint, AsyncRewardBackend):
     """A Qwen-VL judge behind an OpenAI-compatible server (see the module docstring)."""
 
     name = "openai_compatible"
+    judge_kind = "video VLM"
     default_preset: ClassVar[str] = "qwen"
     default_score_mode = "probability"
     score_modes = (*TEXT_SCORE_MODES, "probability")

@@ -151,6 +151,7 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
     """Qwen-VL with transformers; ``default_preset`` picks the prompt preset of the text modes."""
 
     name = "qwen_vl_hf"
+    judge_kind = "video VLM"
     # The name from when it served Qwen2.5-VL only; existing configs keep working.
     aliases = ("qwen2_5_vl_hf",)
     default_preset: ClassVar[str] = "qwen"

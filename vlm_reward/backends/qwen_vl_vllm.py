@@ -141,6 +141,7 @@ class QwenVllmBackend(FamilyCheckpoint, AsyncRewardBackend):
     """
 
     name = "qwen_vl_vllm"
+    judge_kind = "video VLM"
     # The name from when it served Qwen2.5-VL only; existing configs keep working.
     aliases = ("qwen2_5_vl_vllm",)
     default_preset: ClassVar[str] = "qwen"

@@ -1,14 +1,21 @@
 """``--backend resnet --model DIR``: RLinf's ResNet success classifier as a judge.
 
 Served like every judge (the same server, client, replicas, ``--self-test``, metrics and episode
-log), but it reads no prompt and generates nothing: each frame the server decodes goes through
-the classifier once, and the episode's score is the aggregate its checkpoint names
-(:mod:`vlm_reward.backends.resnet_checkpoint`; by default the mean P(success) of the last
-``last_k`` frames shown), in score mode "probability" only. It ignores the instruction
-(``task_text``) and, but for the aggregate, the order of the frames: a frame classifier judges
-states, not behaviour.
+log), but it reads no prompt and generates nothing: every frame it is shown (the request's
+``nframes`` evenly spaced frames) goes through the classifier once, the response carries each
+frame's probability (``frame_scores``, in the video's order), and the episode's score is the
+aggregate its checkpoint names (:mod:`vlm_reward.backends.resnet_checkpoint`; by default the mean
+P(success) of the last ``last_k`` frames shown), in score mode "probability" only. It ignores the
+instruction (``task_text``) and, but for the aggregate, the order of the frames: a frame
+classifier judges states, not behaviour.
 
-Batched: the scored frames of every job of a batch go through one forward pass. The judge
+Every frame, always, not only when asked: the frame scores are what a progress judge is measured
+by (and what a training run's episode log keeps), and they cost little. The server decodes every
+frame of the MP4 anyway (:func:`vlm_reward.video_io.decode_clip`); what more frames add is their
+colour conversion, their resize and a wider forward pass, measured in benchmark 15 (``--part
+frames``). One path also means the score never depends on how a request asked.
+
+Batched: the frames of every job of a batch go through one forward pass. The judge
 identity on every score names backend ``resnet``, the checkpoint's directory and the aggregate
 (``<dir> [<aggregate>]``), so two aggregates of one checkpoint are never mixed up in a report.
 
@@ -45,6 +52,7 @@ class ResNetBackend(RewardBackend):
     """RLinf's ``ResNetRewardModel`` from a checkpoint directory (see the module docstring)."""
 
     name = "resnet"
+    judge_kind = "ResNet success classifier"
     default_score_mode = "probability"
     score_modes = ("probability",)
 
@@ -75,16 +83,6 @@ class ResNetBackend(RewardBackend):
             self.check_model()
         return f"{display_name} [{self.config.describe_aggregate()}]"
 
-    def frame_indices(self, total_frames: int, nframes: int) -> list[int]:
-        """Only the frames the aggregate reads: the last ``last_k`` of the ``nframes`` evenly spaced
-        ones (the server decodes the video once and keeps just these)."""
-        from vlm_reward.frames import evenly_spaced
-
-        if self.config is None:
-            self.check_model()
-        shown = evenly_spaced(total_frames, nframes)
-        return [shown[i] for i in scored_frames(len(shown), self.config)]
-
     def load(self) -> None:
         """Build RLinf's model through its config and load the weights (RLinf's own loader)."""
         import os
@@ -105,8 +103,9 @@ class ResNetBackend(RewardBackend):
         self._model = model.to(self.device).eval()
 
     def generate(self, jobs: Sequence[ScoreJob]) -> list[ProbabilityAnswer | Exception]:
-        """One forward pass over the scored frames of every job; a job whose frames are bad (too
-        small, none) gets its own ``ValueError`` (400) and its batch-mates are scored."""
+        """One forward pass over every frame of every job; each answer carries its frames' scores
+        and the aggregate of its :func:`scored_frames`. A job whose frames are bad (too small,
+        none) gets its own ``ValueError`` (400) and its batch-mates are scored."""
         if self._model is None or self.config is None:
             raise RuntimeError("backend 'resnet' is not loaded; call load() first.")
         import torch
@@ -116,9 +115,9 @@ class ResNetBackend(RewardBackend):
         for slot, job in enumerate(jobs):
             try:
                 frames = _job_frames(job)
-                picked = frames[scored_frames(len(frames), self.config)]
-                inputs.append(model_input(picked, self.config.image_size))
-                owners.append((slot, len(picked)))
+                scored_frames(len(frames), self.config)  # ValueError for a job with no frame
+                inputs.append(model_input(frames, self.config.image_size))
+                owners.append((slot, len(frames)))
             except ValueError as exc:
                 results[slot] = exc
         if not inputs:
@@ -128,8 +127,10 @@ class ResNetBackend(RewardBackend):
         probabilities = out["probabilities"].float().cpu().tolist()
         start = 0
         for slot, count in owners:
-            score = episode_score(probabilities[start : start + count], self.config)
-            results[slot] = ProbabilityAnswer(score, SUCCESS if score >= 0.5 else FAILURE)
+            frame_scores = tuple(probabilities[start : start + count])
+            picked = [frame_scores[i] for i in scored_frames(count, self.config)]
+            score = episode_score(picked, self.config)
+            results[slot] = ProbabilityAnswer(score, SUCCESS if score >= 0.5 else FAILURE, frame_scores)
             jobs[slot].usage.record(0, 0)  # no tokens: a classifier reads pixels only
             start += count
         return results
@@ -139,7 +140,8 @@ class ResNetBackend(RewardBackend):
 
 
 def _job_frames(job: ScoreJob) -> Any:
-    """The frames the server decoded for ``job`` (every frame it shows), or decoded here."""
+    """The frames the server decoded for ``job`` (the ``nframes`` evenly spaced ones it shows),
+    or decoded here."""
     if job.clip is not None:
         return job.clip.frames
     from vlm_reward.frames import evenly_spaced

@@ -19,6 +19,13 @@ subclasses add no parameters or buffers, so the state dict, LoRA wrapping and sa
 unchanged, and nothing in the installed transformers package is edited. ``qwen_vl_hf`` and the
 fine-tune call it right after ``from_pretrained``. Registering an attention function alone could
 not do this: the loop over windows runs before the function is called.
+
+Which transformers: the Qwen2.5-VL classes are the ones transformers 4.54 introduced (the vision
+attention keeps its ``config``, ``scaling`` and ``attention_dropout`` and calls
+``eager_attention_forward`` or an ``ALL_ATTENTION_FUNCTIONS`` entry; 4.53 lacks
+``attention_dropout``, earlier releases have per-implementation classes), the project's floor.
+Qwen3-VL came in 4.57: below it the Qwen3-VL pieces are simply not defined (no Qwen3-VL checkpoint
+loads there), and a Qwen2.5-VL model is swapped as before.
 """
 
 from __future__ import annotations
@@ -32,7 +39,11 @@ import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as qwen2_5
-from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3
+
+try:
+    from transformers.models.qwen3_vl import modeling_qwen3_vl as qwen3
+except ImportError:  # transformers < 4.57 has no Qwen3-VL, so no Qwen3-VL checkpoint loads to swap
+    qwen3 = None
 
 # The implementation that handles variable-length windows itself (no loop to remove).
 VARLEN_IMPLEMENTATION = "flash_attention_2"
@@ -155,28 +166,29 @@ class Qwen2_5_VLWindowBatchedAttention(WindowBatchedAttention, qwen2_5.Qwen2_5_V
     eager = staticmethod(qwen2_5.eager_attention_forward)
 
 
-class Qwen3VLWindowBatchedAttention(WindowBatchedAttention, qwen3.Qwen3VLVisionAttention):
-    """Qwen3-VL's vision attention, windows batched."""
-
-    rotary = staticmethod(qwen3.apply_rotary_pos_emb_vision)
-    eager = staticmethod(qwen3.eager_attention_forward)
-
-
 class Qwen2_5_VLLinearPatchEmbed(LinearPatchEmbed, qwen2_5.Qwen2_5_VisionPatchEmbed):
     """Qwen2.5-VL's patch embedding as a matrix product."""
-
-
-class Qwen3VLLinearPatchEmbed(LinearPatchEmbed, qwen3.Qwen3VLVisionPatchEmbed):
-    """Qwen3-VL's patch embedding as a matrix product."""
 
 
 # transformers' class -> the project's subclass that replaces it.
 REPLACEMENTS: dict[type[nn.Module], type[nn.Module]] = {
     qwen2_5.Qwen2_5_VLVisionAttention: Qwen2_5_VLWindowBatchedAttention,
-    qwen3.Qwen3VLVisionAttention: Qwen3VLWindowBatchedAttention,
     qwen2_5.Qwen2_5_VisionPatchEmbed: Qwen2_5_VLLinearPatchEmbed,
-    qwen3.Qwen3VLVisionPatchEmbed: Qwen3VLLinearPatchEmbed,
 }
+
+if qwen3 is not None:
+
+    class Qwen3VLWindowBatchedAttention(WindowBatchedAttention, qwen3.Qwen3VLVisionAttention):
+        """Qwen3-VL's vision attention, windows batched."""
+
+        rotary = staticmethod(qwen3.apply_rotary_pos_emb_vision)
+        eager = staticmethod(qwen3.eager_attention_forward)
+
+    class Qwen3VLLinearPatchEmbed(LinearPatchEmbed, qwen3.Qwen3VLVisionPatchEmbed):
+        """Qwen3-VL's patch embedding as a matrix product."""
+
+    REPLACEMENTS[qwen3.Qwen3VLVisionAttention] = Qwen3VLWindowBatchedAttention
+    REPLACEMENTS[qwen3.Qwen3VLVisionPatchEmbed] = Qwen3VLLinearPatchEmbed
 
 
 def _swap_classes(model: nn.Module, classes: dict[type[nn.Module], type[nn.Module]]) -> int:

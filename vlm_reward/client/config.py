@@ -20,7 +20,13 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from vlm_reward.config_block import STRICT, ConfigBlock
 from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 from vlm_reward.perturbations import perturbation_names
-from vlm_reward.protocol import DEFAULT_MAX_PIXELS, DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS, ScoreMode
+from vlm_reward.protocol import (
+    DEFAULT_ENDPOINT,
+    DEFAULT_MAX_PIXELS,
+    DEFAULT_NFRAMES,
+    DEFAULT_VIDEO_FPS,
+    ScoreMode,
+)
 from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
 Positive = Annotated[float, Field(gt=0)]
@@ -97,7 +103,7 @@ class RewardModelConfig(ConfigBlock):
         False, description="Score episodes with the VLM; False: RLinf's LiberoEnv unchanged."
     )
     endpoint: str | list[str] = Field(
-        "http://127.0.0.1:18080/score",
+        DEFAULT_ENDPOINT,
         description="POST /score URL of the reward server, or a list of replicas (a call goes to "
         "the least busy one).",
     )

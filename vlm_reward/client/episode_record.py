@@ -63,6 +63,9 @@ JUDGEMENT_KEYS = (
     "binary_reward",
     "success_threshold",
 )
+# Judgement keys written only when the judge gave them (a frame classifier's per-frame scores), so a
+# line of any other judge reads and writes back as it did before them; last, as the longest.
+OPTIONAL_JUDGEMENT_KEYS = ("frame_scores",)
 REQUIRED_KEYS = ("task_id", "native_success", "vlm_score")
 
 
@@ -81,6 +84,7 @@ class Judgement(Protocol):
     endpoint: str | None
     failovers: int
     judge: JudgeIdentity | None
+    frame_scores: tuple[float, ...] | None
 
 
 class JudgementSettings(Protocol):
@@ -153,6 +157,9 @@ class EpisodeRecord:
     """The run's ``binary_reward``: the reward was ``vlm_success`` (true) or ``vlm_score`` (false)."""
     success_threshold: float | None = None
     """The run's ``success_threshold``, which ``vlm_success`` was judged at."""
+    frame_scores: tuple[float, ...] | None = None
+    """Each frame's score in [0, 1], in the video's order, from a judge that scores frames one by one
+    (the ``resnet`` backend: every frame it was sent); null from the others and on a fallback."""
     judge_backend: str | None = None
     """The judge's backend, as its server answered; absent on a fallback and in older logs."""
     judge_model: str | None = None
@@ -201,7 +208,8 @@ class EpisodeRecord:
             "success_threshold": settings.success_threshold,
         }
         judge = {} if result.judge is None else result.judge.to_record()
-        return cls.from_json({**meta, **judgement, **judge})
+        frames = {} if result.frame_scores is None else {"frame_scores": list(result.frame_scores)}
+        return cls.from_json({**meta, **judgement, **judge, **frames})
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str = "episode record") -> EpisodeRecord:
@@ -221,19 +229,25 @@ class EpisodeRecord:
         values = {key: value for key, value in data.items() if key in known}
         extra = {key: value for key, value in data.items() if key not in known}
         values.update(native_success=bool(native), fallback=bool(data.get("fallback") or False))
+        if values.get("frame_scores") is not None:
+            values["frame_scores"] = _unit_scores(values["frame_scores"], f"{where}: frame_scores")
         return cls(**values, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
         """The line's object: the episode's keys that are set, unknown keys, every judgement key,
-        then the judge's keys that are set."""
+        then the judge's keys and the optional judgement keys that are set."""
         meta = {key: getattr(self, key) for key in META_KEYS if getattr(self, key) is not None}
+        judgement = {key: getattr(self, key) for key in JUDGEMENT_KEYS}
         judge = {key: getattr(self, key) for key in JUDGE_KEYS if getattr(self, key) is not None}
-        return {**meta, **self.extra, **{key: getattr(self, key) for key in JUDGEMENT_KEYS}, **judge}
+        optional = {
+            key: list(getattr(self, key)) for key in OPTIONAL_JUDGEMENT_KEYS if getattr(self, key) is not None
+        }
+        return {**meta, **self.extra, **judgement, **judge, **optional}
 
     @property
     def meta(self) -> dict[str, Any]:
         """What describes the episode rather than its judgement (copied when it is judged again)."""
-        judged = (*JUDGEMENT_KEYS, *JUDGE_KEYS)
+        judged = (*JUDGEMENT_KEYS, *JUDGE_KEYS, *OPTIONAL_JUDGEMENT_KEYS)
         return {key: value for key, value in self.to_json().items() if key not in judged}
 
     @property
@@ -263,6 +277,13 @@ class EpisodeRecord:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _unit_scores(values: Any, what: str) -> tuple[float, ...]:
+    """``values`` as a tuple of numbers in [0, 1]; ``ValueError`` naming ``what`` otherwise."""
+    if not isinstance(values, (list, tuple)) or not all(_is_number(v) and 0.0 <= v <= 1.0 for v in values):
+        raise ValueError(f"{what} must be a list of numbers in [0, 1], got {values!r}.")
+    return tuple(float(v) for v in values)
 
 
 def as_record(record: EpisodeRecord | Mapping[str, Any], where: str = "episode record") -> EpisodeRecord:

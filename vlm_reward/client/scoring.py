@@ -110,6 +110,9 @@ class ScoreResult:
     endpoint: str | None = None  # the replica that answered; None on a fallback
     failovers: int = 0  # replicas that failed before the one that answered
     judge: JudgeIdentity | None = None  # who judged, as the server answered; None on a fallback
+    # Each frame's score, in the video's order, from a judge that scores frames (a frame classifier);
+    # None from the others and on a fallback.
+    frame_scores: tuple[float, ...] | None = None
 
 
 def sample_frame_indices(num_frames: int, nframes: int) -> np.ndarray:
@@ -222,6 +225,7 @@ class RewardClient:
             judge=JudgeIdentity(
                 body.backend, body.model, body.score_mode, body.prompt_preset, body.prompt_hash
             ),
+            frame_scores=None if body.frame_scores is None else tuple(body.frame_scores),
         )
 
     def _payload(self, task_text: str, path: str, nframes: int) -> dict[str, Any]:

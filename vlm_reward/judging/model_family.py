@@ -97,13 +97,6 @@ def supported_families() -> str:
     return ", ".join(f"{f.model_type} ({f.name})" for f in FAMILIES.values())
 
 
-def family_by_name(name: str) -> ModelFamily:
-    """The family whose ``model_type`` is ``name``; ``ValueError`` naming the supported ones."""
-    if name not in FAMILIES:
-        raise ValueError(f"unknown model family {name!r}; supported families: {supported_families()}.")
-    return FAMILIES[name]
-
-
 def family_of_config(config: Mapping[str, Any], where: str = "the checkpoint") -> ModelFamily:
     """The family of a parsed ``config.json``: by ``model_type``, else by ``architectures``.
 

@@ -28,27 +28,35 @@ from vlm_reward.backends.checkpoint_family import FamilyCheckpoint
 from vlm_reward.backends.qwen_vl_vllm import QwenVllmBackend
 from vlm_reward.config_block import ConfigBlock
 from vlm_reward.judging.model_family import checkpoint_family
+from vlm_reward.server.config import ServerConfig
+from vlm_reward.server.launch import LaunchSettings
+from vlm_reward.server.self_test import SelfTestSettings
 from vlm_reward.server.serving import ServingOptions
+from vlm_reward.settings_flags import flag_name
 from vlm_reward.tools.runtime import server_python
 
 NonNegative = Annotated[float, Field(ge=0)]
 # Server flags the launcher sets for every replica: a replica listens where its placement puts
-# it, with the run's key, serving this block's judge. ``--ssl-*`` are not supported yet.
-MANAGED_FLAGS = (
-    "--host",
-    "--port",
-    "--backend",
-    "--model",
-    "--backend-kwargs",
-    "--video-root",
-    "--plugin",
-    "--drain-timeout",
-    "--self-test-threshold",
-    "--self-test-request",
-    "--api-key-file",
-    "--allow-unauthenticated",
-    "--ssl-certfile",
-    "--ssl-keyfile",
+# it, with the run's key, serving this block's judge. ``--ssl-*`` are not supported yet. Spelled
+# by the settings classes that define them.
+MANAGED_FLAGS = tuple(
+    flag_name(settings, name)
+    for settings, name in (
+        (ServingOptions, "host"),
+        (ServingOptions, "port"),
+        (ServerConfig, "backend"),
+        (ServerConfig, "model"),
+        (ServerConfig, "backend_kwargs"),
+        (ServerConfig, "video_root"),
+        (LaunchSettings, "plugins"),
+        (ServingOptions, "drain_timeout_s"),
+        (SelfTestSettings, "threshold"),
+        (SelfTestSettings, "request"),
+        (LaunchSettings, "api_key_file"),
+        (LaunchSettings, "allow_unauthenticated"),
+        (ServingOptions, "ssl_certfile"),
+        (ServingOptions, "ssl_keyfile"),
+    )
 )
 
 

@@ -25,6 +25,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from vlm_reward.ray_replicas.config import RewardServerConfig
+from vlm_reward.server.serving import ServingOptions
+from vlm_reward.settings_flags import flag_name
 from vlm_reward.tools.server_process import backend_args
 
 PLACEMENT_KEY = "reward_server"  # the judge's name in cluster.component_placement
@@ -147,7 +149,8 @@ class ReplicaPlan:
         # paths outside of it: its own default, the temp dir.
         root = s.video_root or tempfile.gettempdir()
         args = backend_args(s.backend, str(s.model), root, s.backend_kwargs)
-        return [*args, "--drain-timeout", f"{s.drain_timeout_s:g}", *self.self_test_args, *s.server_args]
+        drain = [flag_name(ServingOptions, "drain_timeout_s"), f"{s.drain_timeout_s:g}"]
+        return [*args, *drain, *self.self_test_args, *s.server_args]
 
     def describe(self) -> list[str]:
         """What ``--dry-run`` prints and the run logs before starting the replicas."""

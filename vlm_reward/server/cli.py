@@ -32,7 +32,7 @@ from vlm_reward.server.launch import LaunchSettings
 from vlm_reward.server.limits import RequestLimits
 from vlm_reward.server.self_test import SelfTestSettings, load_self_test
 from vlm_reward.server.serving import ServingOptions, serve
-from vlm_reward.settings_flags import add_flags, read, read_optional
+from vlm_reward.settings_flags import add_flags, flag_name, read, read_optional
 
 _CAPS = "per-request caps (a request above one gets 422 limit_exceeded)"
 _SELF_TEST = (
@@ -140,9 +140,10 @@ def _check_binding(
         )
     if (options.ssl_certfile is None) != (options.ssl_keyfile is None):
         parser.error("--ssl-certfile and --ssl-keyfile go together: give both, or neither.")
-    for flag, path in (("--ssl-certfile", options.ssl_certfile), ("--ssl-keyfile", options.ssl_keyfile)):
+    for name in ("ssl_certfile", "ssl_keyfile"):
+        path = getattr(options, name)
         if path is not None and not os.path.isfile(path):
-            parser.error(f"{flag} {path!r} is not an existing file.")
+            parser.error(f"{flag_name(ServingOptions, name)} {path!r} is not an existing file.")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

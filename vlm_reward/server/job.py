@@ -4,7 +4,8 @@ The service (:mod:`vlm_reward.server.service`) admits a request and prepares its
 module turns them into the backend's :class:`~vlm_reward.backends.base.ScoreJob`, waits for the
 runner's answer (a client that disconnects, or a handler that is cancelled, abandons the job:
 dropped while queued, cancelled while generating, so nobody keeps the model busy for nobody),
-and reads the answer into the response's judgement fields: a probability as is, text through
+and reads the answer into the response's judgement fields: a probability as is (with its per-frame
+scores when the backend gave them), text through
 :func:`vlm_reward.judging.parsing.parse_score` (an unreadable answer is a 502 carrying the text).
 """
 
@@ -70,7 +71,10 @@ def read_answer(answer: str | ProbabilityAnswer, mode: str, backend: str) -> dic
     """The response's judgement fields: from a probability as is, from text by parsing it."""
     if isinstance(answer, ProbabilityAnswer):
         p = answer.probability
-        return {"score": p, "raw_value": p, "answer": answer.answer, "think": None, "probability": p}
+        fields = {"score": p, "raw_value": p, "answer": answer.answer, "think": None, "probability": p}
+        if answer.frame_scores is not None:
+            fields["frame_scores"] = list(answer.frame_scores)
+        return fields
     parsed = _parse_answer(answer, mode, backend)
     return {
         "score": parsed.score,

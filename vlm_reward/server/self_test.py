@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from vlm_reward.argtypes import json_object, unit_interval
 from vlm_reward.protocol import DEFAULT_NFRAMES, ScoreRequest, ScoreResponse
-from vlm_reward.settings_flags import flag
+from vlm_reward.settings_flags import flag, flag_name
 from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD, is_success
 from vlm_reward.video_io import probe_video
 
@@ -109,7 +109,8 @@ def self_test_flags(threshold: float, request: Mapping[str, Any]) -> list[str]:
     """The server flags that make its self-test judge as an env does: a score at or above
     ``threshold`` is a success, and every case is asked with ``request`` (the env's judge-facing
     ``reward_model`` values). The launchers add them to every server they start for an env."""
-    return ["--self-test-threshold", repr(float(threshold)), "--self-test-request", json.dumps(dict(request))]
+    threshold_flag, request_flag = (flag_name(SelfTestSettings, n) for n in ("threshold", "request"))
+    return [threshold_flag, repr(float(threshold)), request_flag, json.dumps(dict(request))]
 
 
 @dataclass(frozen=True)

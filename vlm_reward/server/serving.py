@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vlm_reward.argtypes import float_at_least, port, positive_int
+from vlm_reward.protocol import DEFAULT_HOST, DEFAULT_PORT
 from vlm_reward.settings_flags import flag
 
 # The launchers (vlm_reward.tools.server_process, the Ray-placed replicas) import ServingOptions
@@ -55,8 +56,8 @@ class ServingOptions:
     the launchers (:mod:`vlm_reward.tools.server_process`, the ``reward_server`` block) take
     the drain's default from here."""
 
-    host: str = flag("127.0.0.1", help="bind address (default: %(default)s)")
-    port: int = flag(18080, parse=port, help="port (default: %(default)s)")
+    host: str = flag(DEFAULT_HOST, help="bind address (default: %(default)s)")
+    port: int = flag(DEFAULT_PORT, parse=port, help="port (default: %(default)s)")
     header_timeout_s: float = flag(
         10.0,
         name="header-timeout",

@@ -4,8 +4,9 @@ One launcher for everything that runs a server of its own: the evaluation job's 
 server (``reward_eval``), the end-to-end tests (``tests/support``), the benchmarks
 (``benchmarks/harness.py``) and the replicas Ray places (:mod:`vlm_reward.ray_replicas`). It
 starts ``PYTHON -m vlm_reward.libero_reward_server --host HOST --port PORT ARGS`` (HOST is
-127.0.0.1 unless the caller names its node's address) with its output in a log file, and it
-only uses the standard library, so it works wherever ``vlm_reward`` imports.
+the protocol's default host unless the caller names its node's address) with its output in a log
+file. It loads none of the server's stack (FastAPI, torch), so it works wherever ``vlm_reward``
+imports.
 
 - ``python`` is the interpreter: for a backend, :func:`vlm_reward.tools.runtime.server_python`
   picks it (the vLLM venv for a vLLM backend when this interpreter has no vLLM); the child
@@ -43,21 +44,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vlm_reward.protocol import DEFAULT_HOST
+from vlm_reward.server.launch import LaunchSettings
 from vlm_reward.server.serving import ServingOptions
+from vlm_reward.settings_flags import flag_name
 from vlm_reward.tools.runtime import REPO, server_env
 
-HOST = "127.0.0.1"
+HOST = DEFAULT_HOST
 SERVER_MODULE = "vlm_reward.libero_reward_server"
 # SIGTERM drains the server (vlm_reward.server.serving): its jobs get --drain-timeout (its default is
 # ServingOptions.drain_timeout_s), then 5 s to flush the last answers. The launcher waits that long,
 # plus margin, before SIGKILL.
 _DRAIN_MARGIN_S = 10.0
 STOP_GRACE_S = ServingOptions.drain_timeout_s + _DRAIN_MARGIN_S
+# Seconds a launcher waits for a server's /health 200 unless told otherwise: a judge's weights load
+# in that time on a CPU (the commands' --server-start-timeout default, and :meth:`wait_ready`'s).
+START_TIMEOUT_S = 300.0
 
 
 def stop_grace(args: Sequence[str]) -> float:
     """Seconds to wait after SIGTERM for a server started with ``args``: its drain, plus margin."""
-    drain = _flag_value(args, "--drain-timeout")
+    drain = _flag_value(args, flag_name(ServingOptions, "drain_timeout_s"))
     return (ServingOptions.drain_timeout_s if drain is None else float(drain)) + _DRAIN_MARGIN_S
 
 
@@ -124,9 +131,18 @@ def probe_health(url: str, timeout: float = 2.0, cafile: str | None = None) -> H
         with opener.open(url, timeout=timeout) as response:
             return HealthReply(response.status, response.read().decode("utf-8", "replace"))
     except urllib.error.HTTPError as exc:  # a non-2xx answer is still an answer
-        return HealthReply(exc.code, exc.read().decode("utf-8", "replace"))
+        return HealthReply(exc.code, _body(exc))
     except (urllib.error.URLError, OSError):  # ConnectionError, timeouts, a half-open socket
         return None
+
+
+def _body(reply: urllib.error.HTTPError) -> str:
+    """A non-2xx reply's body, or ``""`` when it does not arrive in time: its status has already
+    come, and a loaded server (a judge loading beside a training) may stall on the rest."""
+    try:
+        return reply.read().decode("utf-8", "replace")
+    except OSError:  # TimeoutError, a reset
+        return ""
 
 
 def backend_args(
@@ -137,10 +153,14 @@ def backend_args(
 ) -> list[str]:
     """The server options that choose what it serves: ``--backend``, ``--model``, ``--video-root``
     and, when given, ``--backend-kwargs`` (as JSON)."""
-    args = ["--backend", backend, "--model", model, "--video-root", os.fspath(video_root)]
+    # The fields of ServerConfig, whose module loads the backend registry: only a launcher that
+    # chooses a judge pays for that import.
+    from vlm_reward.server.config import ServerConfig
+
+    values = {"backend": backend, "model": model, "video_root": os.fspath(video_root)}
     if backend_kwargs:
-        args += ["--backend-kwargs", json.dumps(dict(backend_kwargs))]
-    return args
+        values["backend_kwargs"] = json.dumps(dict(backend_kwargs))
+    return [part for name, value in values.items() for part in (flag_name(ServerConfig, name), value)]
 
 
 def server_command(
@@ -149,8 +169,9 @@ def server_command(
     """``PYTHON -m vlm_reward.libero_reward_server [--plugin P ...] --host HOST --port PORT ARGS``."""
     cmd = [python, "-m", SERVER_MODULE]
     for plugin in plugins:
-        cmd += ["--plugin", plugin]
-    return [*cmd, "--host", host, "--port", str(port), *args]
+        cmd += [flag_name(LaunchSettings, "plugins"), plugin]
+    where = [flag_name(ServingOptions, "host"), host, flag_name(ServingOptions, "port"), str(port)]
+    return [*cmd, *where, *args]
 
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -233,7 +254,7 @@ class RewardServerProcess:
         self.cmd = server_command(self.python, self.port, args, plugins, host)
         self.stop_grace = stop_grace(args)
         # A server with --ssl-certfile serves https; its own (self-signed) certificate verifies it.
-        self.certfile = _flag_value(args, "--ssl-certfile")
+        self.certfile = _flag_value(args, flag_name(ServingOptions, "ssl_certfile"))
         self.scheme = "https" if self.certfile is not None else "http"
         path = os.pathsep.join(p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p)
         child_env = {**os.environ, **server_env(self.python), "PYTHONPATH": path, **(env or {})}
@@ -268,17 +289,6 @@ class RewardServerProcess:
         """Everything the server has written so far (stdout and stderr)."""
         return self.log_path.read_text(errors="replace")
 
-    def log_containing(self, *needles: str, timeout: float = 5.0) -> str:
-        """The log once it holds every one of ``needles``, or as it is after ``timeout`` seconds.
-
-        The server writes a request's access line after the response has gone out, so a
-        client that reads the log right after its response can be a moment early.
-        """
-        deadline = time.monotonic() + timeout
-        while any(n not in self.log() for n in needles) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return self.log()
-
     def wait_until(
         self, predicate: Callable[[HealthReply], bool], timeout: float, state: str = "in the awaited state"
     ) -> HealthReply:
@@ -305,7 +315,7 @@ class RewardServerProcess:
         self.stop()
         raise ServerStartError(f"the reward server was not {state} after {timeout:g} s; see {self.log_path}")
 
-    def wait_ready(self, timeout: float = 300.0) -> RewardServerProcess:
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> RewardServerProcess:
         """Wait for ``/health`` 200 (the backend has loaded); :class:`ServerStartError` if it never is."""
         self.wait_until(lambda reply: reply.status_code == 200, timeout, state="healthy")
         return self

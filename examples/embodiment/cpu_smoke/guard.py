@@ -22,7 +22,6 @@ Ray starts; the training entry exits with it), :data:`~vlm_reward.exit_statuses.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import importlib
 import os
 import signal
@@ -34,12 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from examples.embodiment.cpu_smoke.cpu_platform import MARKER_DIR_ENV, marker_name
+from examples.embodiment.cpu_smoke.ray_watch import RayWatch, kill_own_processes, started_ray_here
 from vlm_reward.exit_statuses import EXIT_TIMEOUT, EXIT_WORKER_FAILED
 
 EXT_MODULE_ENV = "RLINF_EXT_MODULE"
-# Ray reasons for an actor death that nobody needs to hear about: RLinf kills its helper actors.
-INTENDED_DEATHS = ("RAY_KILL", "OUT_OF_SCOPE", "INTENDED_USER_EXIT", "INTENDED_SYSTEM_EXIT")
 PREFIX = "[cpu-smoke]"
+LEARN_PREFIX = "[cpu-learn]"
 _FAILING = threading.Lock()  # held by the first fail(); later calls return at once
 
 
@@ -54,10 +53,21 @@ class SmokeSettings:
     timeout_s: float
     hook_module: str
     record_dir: Path  # tiny_model_dir, the other key of the block, is read by model.py
+    learning: bool = False  # a --cpu-learn run (cpu_learn.enable): same supervision, other words
 
     @property
     def marker_dir(self) -> Path:
         return self.record_dir / "hooks"
+
+    @property
+    def prefix(self) -> str:
+        """How the run's supervision lines start."""
+        return LEARN_PREFIX if self.learning else PREFIX
+
+    @property
+    def timeout_variable(self) -> str:
+        """The environment variable run_embodiment.sh sets ``timeout_s`` from."""
+        return "CPU_LEARN_TIMEOUT" if self.learning else "CPU_SMOKE_TIMEOUT"
 
     @classmethod
     def from_cfg(cls, cfg: Any) -> SmokeSettings | None:
@@ -71,7 +81,8 @@ class SmokeSettings:
         hook = block.get("hook_module", None)
         if not isinstance(hook, str) or not hook:
             raise ValueError(f"cpu_smoke.hook_module must be a module name, got {hook!r}.")
-        return cls(float(timeout), hook, Path(str(block.record_dir)))
+        learning = bool(cfg.get("cpu_learn", {}).get("enable", False))
+        return cls(float(timeout), hook, Path(str(block.record_dir)), learning)
 
 
 def load_hook_in_driver(settings: SmokeSettings) -> str:
@@ -126,86 +137,7 @@ def hook_markers(marker_dir: Path, names: list[str]) -> tuple[list[str], list[st
     return ran, [n for n in names if n not in ran]
 
 
-@dataclass(frozen=True)
-class RayWatch:
-    """How the watchdog reaches Ray without Ray's client: the dashboard's state API over HTTP.
-
-    Ray's core worker ends the whole process (exit 1, no message) when a thread touches it while
-    another thread shuts Ray down, so the watchdog thread only speaks HTTP. Built in the main
-    thread once Ray is up.
-    """
-
-    dashboard_url: str
-    headers: dict[str, str]
-
-    @classmethod
-    def current(cls) -> RayWatch:
-        import ray
-        from ray._private.authentication.http_token_authentication import get_auth_headers_if_auth_enabled
-
-        return cls("http://" + ray._private.worker.get_dashboard_url(), get_auth_headers_if_auth_enabled({}))
-
-    def dead_actors(self) -> list[str]:
-        """One line per Ray actor that died for a reason other than being killed on purpose."""
-        import requests
-
-        params = {"filter_keys": "state", "filter_predicates": "=", "filter_values": "DEAD", "detail": "1"}
-        response = requests.get(
-            self.dashboard_url + "/api/v0/actors", params=params, headers=self.headers, timeout=10
-        )
-        response.raise_for_status()
-        return [line for a in response.json()["data"]["result"]["result"] if (line := death_line(a))]
-
-
-def started_ray_here() -> bool:
-    """Whether this process started the Ray cluster it is on (``RAY_ADDRESS=local``)."""
-    import ray
-
-    return bool(getattr(getattr(ray._private.worker, "_global_node", None), "head", False))  # private, read
-
-
-def kill_own_processes() -> None:
-    """SIGKILL every process this driver started: its Ray cluster, the workers, LIBERO's envs.
-
-    Only for a cluster this run started. A driver that exits without ``ray.shutdown()`` leaves
-    Ray's dashboard and runtime-env agents running for minutes, and RLinf's own shutdown races
-    with its threads (see :class:`RayWatch`), so the whole process tree goes at once.
-    """
-    import psutil
-
-    for process in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-
-
-def death_line(actor: dict[str, Any]) -> str | None:
-    """One line on a dead actor of Ray's state API: who, how it died, the gist of the error.
-
-    ``None`` for an actor killed on purpose: RLinf kills its own helper actors. For an exception
-    in ``__init__`` the gist is the traceback's last line; for other deaths (a crash, Ray's
-    memory monitor) the message's first line.
-    """
-    cause = actor.get("death_cause") or {}
-    context = cause.get("actor_died_error_context") or {}
-    if context.get("reason") in INTENDED_DEATHS:
-        return None
-    who = f"{actor.get('name') or actor.get('class_name')} (pid {actor.get('pid')})"
-    creation = cause.get("creation_task_failure_context")
-    if creation:
-        lines = [line.strip() for line in str(creation.get("formatted_exception_string", "")).splitlines()]
-        return (
-            f"{who} died in __init__: {next((line for line in reversed(lines) if line), 'no reason given')}"
-        )
-    if cause.get("oom_context"):
-        what, message = "was killed by Ray's memory monitor", cause["oom_context"].get("error_message", "")
-    else:
-        what = f"died ({context.get('reason', 'unknown reason')})"
-        message = context.get("error_message", str(cause))
-    first = next((line.strip() for line in str(message).splitlines() if line.strip()), "no reason given")
-    return f"{who} {what}: {first}"
-
-
-def fail(message: str, code: int, kill_cluster: bool = False) -> None:
+def fail(message: str, code: int, kill_cluster: bool = False, prefix: str = PREFIX) -> None:
     """Print ``message`` as the run's verdict and end the process at once with ``code``.
 
     ``os._exit``: the main thread is blocked inside RLinf waiting for a worker that will never
@@ -215,7 +147,7 @@ def fail(message: str, code: int, kill_cluster: bool = False) -> None:
     if not _FAILING.acquire(blocking=False):
         return  # already on its way out: RLinf's threads may signal once per failed call
     sys.stdout.flush()
-    print(f"\n{PREFIX} FAILED: {message}\n", file=sys.stderr, flush=True)
+    print(f"\n{prefix} FAILED: {message}\n", file=sys.stderr, flush=True)
     if kill_cluster:
         kill_own_processes()
     os._exit(code)
@@ -241,8 +173,9 @@ class SmokeGuard:
         self.started_at = time.monotonic()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="cpu-smoke-watchdog", daemon=True)
+        what = "CPU learning run" if settings.learning else "CPU wiring check, not training"
         print(
-            f"{PREFIX} CPU wiring check, not training: hook {self.hook} loaded in the driver; "
+            f"{settings.prefix} {what}: hook {self.hook} loaded in the driver; "
             f"hard timeout {settings.timeout_s:.0f} s.",
             flush=True,
         )
@@ -265,7 +198,10 @@ class SmokeGuard:
         try:
             self.ray_watch = RayWatch.current()
         except Exception as exc:  # no dashboard (ray minimal): the timeout still applies
-            print(f"{PREFIX} cannot watch Ray workers ({exc}); only the timeout applies.", flush=True)
+            print(
+                f"{self.settings.prefix} cannot watch Ray workers ({exc}); only the timeout applies.",
+                flush=True,
+            )
 
     def hook_report(self) -> str:
         """Where the hook ran and where it did not (yet), for failure messages."""
@@ -284,62 +220,77 @@ class SmokeGuard:
     def check_hooks(self) -> None:
         """After the workers initialised: every actor, rollout and env worker ran the hook."""
         if hook_markers(self.settings.marker_dir, self.workers)[1]:
-            fail(self.hook_report(), EXIT_WORKER_FAILED, self.owns_cluster)
-        print(f"{PREFIX} {self.hook_report()}", flush=True)
+            self._fail(self.hook_report(), EXIT_WORKER_FAILED)
+        print(f"{self.settings.prefix} {self.hook_report()}", flush=True)
 
     def finish(self, cfg: Any) -> None:
         """Stop watching and say what the run did and did not show."""
         self._done.set()
+        took = (
+            f"{self.settings.prefix} OK in {time.monotonic() - self.started_at:.0f} s: {cfg.runner.max_steps}"
+        )
+        if self.settings.learning:
+            print(
+                f"{took} GRPO step(s) of the learning run; per step, the policy's parameters "
+                "(rollout/policy/*), the simulator's success (env/success_once) and the judge's rates are in "
+                f"the run's log dir, the GRPO batches in {self.settings.record_dir}.",
+                flush=True,
+            )
+            return
         print(
-            f"{PREFIX} OK in {time.monotonic() - self.started_at:.0f} s: {cfg.runner.max_steps} GRPO "
-            "step(s) ran end to end (rollout, weight sync, advantages, optimizer step, checkpoint). This "
-            "checks wiring only: the tiny random-weight policy learned nothing useful, and FSDP1, the "
-            "patch syncer and bf16 (GPU-only) were not run.",
+            f"{took} GRPO step(s) ran end to end (rollout, weight sync, advantages, optimizer step, "
+            "checkpoint). This checks wiring only: the tiny random-weight policy learned nothing useful, "
+            "and FSDP1, the patch syncer and bf16 (GPU-only) were not run.",
             flush=True,
         )
 
     def stand_down(self, reason: str) -> None:
         """Stop watching: the run ends on purpose before its last step (e.g. the reward guard)."""
         self._done.set()
-        print(f"{PREFIX} {reason}; the wiring check stops here.", flush=True)
+        print(f"{self.settings.prefix} {reason}; the run stops here.", flush=True)
 
     def _watch(self) -> None:
         """Fail the run when a Ray worker dies or the run outlives ``timeout_s``."""
         warned = False
         while not self._done.wait(self.poll_s):
             if time.monotonic() - self.started_at > self.settings.timeout_s:
-                fail(
+                self._fail(
                     f"no result after {self.settings.timeout_s:.0f} s (cpu_smoke.timeout_s, "
-                    f"CPU_SMOKE_TIMEOUT); a worker may be stuck, see the log above. {self.hook_report()}",
+                    f"{self.settings.timeout_variable}); a worker may be stuck, see the log above. "
+                    f"{self.hook_report()}",
                     EXIT_TIMEOUT,
-                    self.owns_cluster,
                 )
             watch = self.ray_watch
             try:
                 dead = watch.dead_actors() if watch is not None else []
             except Exception as exc:  # the dashboard may be busy, or gone after RLinf stopped Ray
                 if not warned:
-                    print(f"{PREFIX} cannot list Ray workers ({exc}); will keep trying.", flush=True)
+                    print(
+                        f"{self.settings.prefix} cannot list Ray workers ({exc}); will keep trying.",
+                        flush=True,
+                    )
                     warned = True
                 continue
             if dead and not self._done.is_set():
                 lines = ["a Ray worker died, so the run would hang:", *(f"  {d}" for d in dead)]
-                fail("\n".join([*lines, self.hook_report()]), EXIT_WORKER_FAILED, self.owns_cluster)
+                self._fail("\n".join([*lines, self.hook_report()]), EXIT_WORKER_FAILED)
 
     def _on_worker_failure(self, signum: int, frame: Any) -> None:
         if self._done.is_set():
             return  # training finished and was reported; a failure while Ray stops changes nothing
-        fail(
+        self._fail(
             f"a call to a Ray worker failed (the first error is above). {self.hook_report()}",
             EXIT_WORKER_FAILED,
-            self.owns_cluster,
         )
+
+    def _fail(self, message: str, code: int) -> None:
+        fail(message, code, self.owns_cluster, self.settings.prefix)
 
     def _explain_exit(self) -> None:
         """At exit without :meth:`finish` (RLinf stopped the run): say what the hook markers show."""
         if not self._done.is_set():
             print(
-                f"\n{PREFIX} FAILED: the run stopped early (see the first error above). "
+                f"\n{self.settings.prefix} FAILED: the run stopped early (see the first error above). "
                 f"{self.hook_report()}\n",
                 file=sys.stderr,
                 flush=True,

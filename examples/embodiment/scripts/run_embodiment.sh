@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Train with RLinf 0.3 using this fork's LiberoEnv.
 #
-#   bash examples/embodiment/scripts/run_embodiment.sh [--dry-run | --cpu-smoke] [CONFIG] [hydra overrides...]
+#   bash examples/embodiment/scripts/run_embodiment.sh [--dry-run | --cpu-smoke | --cpu-learn] [CONFIG] [hydra overrides...]
 #
 # CONFIG defaults to libero_10_grpo_openvlaoft. Examples:
 #   bash examples/embodiment/scripts/run_embodiment.sh libero_10_grpo_openvlaoft
@@ -16,6 +16,9 @@
 # 8-step action chunk per episode; config/cpu_smoke/tiny.yaml, the CPU platform hook
 # examples/embodiment/cpu_smoke/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
 # wiring before GPUs are booked; it does not train a useful policy.
+# --cpu-learn runs the same entry on CPU with a policy that learns within a few GRPO steps (the scripted
+# expert with learnable release points, 16 envs without cameras, 6 steps; config/cpu_learn/expert.yaml,
+# the hook examples/embodiment/cpu_learn/hook.py), supervised like --cpu-smoke (docs/training/learning.md).
 # Logs go to logs/<timestamp>-<config>/.
 # With reward_server.enable=True (and a cluster.component_placement.reward_server entry) the run starts
 # its judges on its own Ray cluster and stops them at the end; --dry-run prints and checks their plan
@@ -25,8 +28,9 @@
 # address="auto"), else starts its own; the run prints which. RAY_ADDRESS=HOST:PORT joins that
 # cluster, RAY_ADDRESS=local forces a private one (--cpu-smoke always uses a private one).
 # Environment: PYTHON (default: the repo's .venv python if present, else python), LOG_ROOT,
-# RAY_ADDRESS, CPU_SMOKE_TIMEOUT (seconds, default 600), RLINF_EXT_MODULE (--cpu-smoke: default
-# examples.embodiment.cpu_smoke.cpu_platform; a module of your own must call its register()).
+# RAY_ADDRESS, CPU_SMOKE_TIMEOUT (seconds, default 600), CPU_LEARN_TIMEOUT (default 3600), RLINF_EXT_MODULE
+# (--cpu-smoke: default examples.embodiment.cpu_smoke.cpu_platform, --cpu-learn:
+# examples.embodiment.cpu_learn.hook; a module of your own must call its register()).
 set -euo pipefail
 
 EMBODIED_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,6 +42,7 @@ MODE=train
 case "${1:-}" in
   --dry-run) ENTRY="$EMBODIED_PATH/dry_run.py"; MODE=dry-run; shift ;;
   --cpu-smoke) MODE=cpu-smoke; shift ;;
+  --cpu-learn) MODE=cpu-learn; shift ;;
 esac
 CONFIG_NAME="libero_10_grpo_openvlaoft"
 if [ $# -gt 0 ] && [[ "$1" != *=* ]]; then
@@ -67,23 +72,30 @@ CMD=("$PYTHON" "$ENTRY" --config-path "$EMBODIED_PATH/config" --config-name "$CO
   "runner.logger.log_path=$LOG_DIR")
 TIMEOUT=()
 
-if [ "$MODE" = cpu-smoke ]; then
-  SMOKE_TIMEOUT="${CPU_SMOKE_TIMEOUT:-600}"
-  if ! [[ "$SMOKE_TIMEOUT" =~ ^[1-9][0-9]*$ ]]; then
-    echo "[run_embodiment] CPU_SMOKE_TIMEOUT must be a whole number of seconds > 0, got '$SMOKE_TIMEOUT'." >&2
+if [ "$MODE" = cpu-smoke ] || [ "$MODE" = cpu-learn ]; then
+  if [ "$MODE" = cpu-smoke ]; then
+    CPU_TIMEOUT="${CPU_SMOKE_TIMEOUT:-600}"; TIMEOUT_VAR=CPU_SMOKE_TIMEOUT
+    GROUP="+cpu_smoke=tiny"; HOOK=examples.embodiment.cpu_smoke.cpu_platform
+    BANNER="a wiring check on CPU (tiny OpenVLA-OFT, 2 envs, 8-step episodes, 1 GRPO step), not training: the policy learns nothing useful."
+  else
+    CPU_TIMEOUT="${CPU_LEARN_TIMEOUT:-3600}"; TIMEOUT_VAR=CPU_LEARN_TIMEOUT
+    GROUP="+cpu_learn=expert"; HOOK=examples.embodiment.cpu_learn.hook
+    BANNER="GRPO on CPU with the scripted expert's learnable release points (16 envs, 400-step episodes, 6 steps by default)."
+  fi
+  if ! [[ "$CPU_TIMEOUT" =~ ^[1-9][0-9]*$ ]]; then
+    echo "[run_embodiment] $TIMEOUT_VAR must be a whole number of seconds > 0, got '$CPU_TIMEOUT'." >&2
     exit 2
   fi
   if [ -n "${RAY_ADDRESS:-}" ] && [ "$RAY_ADDRESS" != local ]; then
-    echo "[run_embodiment] --cpu-smoke ignores RAY_ADDRESS=$RAY_ADDRESS: it always starts a private Ray cluster."
+    echo "[run_embodiment] --$MODE ignores RAY_ADDRESS=$RAY_ADDRESS: it always starts a private Ray cluster."
   fi
   export RAY_ADDRESS=local
-  export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-examples.embodiment.cpu_smoke.cpu_platform}"
-  echo "[run_embodiment] --cpu-smoke: a wiring check on CPU (tiny OpenVLA-OFT, 2 envs, 8-step episodes," \
-    "1 GRPO step), not training: the policy learns nothing useful. Timeout ${SMOKE_TIMEOUT} s."
+  export RLINF_EXT_MODULE="${RLINF_EXT_MODULE:-$HOOK}"
+  echo "[run_embodiment] --$MODE: $BANNER Timeout ${CPU_TIMEOUT} s."
   # The driver enforces the timeout itself (and says why); coreutils' timeout is the backstop.
-  CMD+=("+cpu_smoke=tiny" "cpu_smoke.timeout_s=$SMOKE_TIMEOUT")
+  CMD+=("$GROUP" "cpu_smoke.timeout_s=$CPU_TIMEOUT")
   # --foreground: Ctrl-C still reaches the driver (Ray's reaper stops the cluster when it exits).
-  TIMEOUT=(timeout --foreground --kill-after=30 "$((SMOKE_TIMEOUT + 60))")
+  TIMEOUT=(timeout --foreground --kill-after=30 "$((CPU_TIMEOUT + 60))")
 elif [ "$MODE" = train ]; then
   if [ -n "${RAY_ADDRESS:-}" ]; then
     echo "[run_embodiment] Ray: RAY_ADDRESS=$RAY_ADDRESS ('local': a private cluster for this run)."
@@ -104,9 +116,9 @@ status=0
 # script).
 if [ "$status" -eq 4 ]; then
   echo "[run_embodiment] the reward guard stopped the run (exit status 4); see [reward guard] above." | tee -a "$LOG_FILE" >&2
-elif [ "$MODE" = cpu-smoke ] && [ "$status" -ne 0 ]; then
+elif [[ "$MODE" == cpu-* ]] && [ "$status" -ne 0 ]; then
   reason="exit status $status"
   if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then reason="timed out"; fi
-  echo "[run_embodiment] --cpu-smoke FAILED ($reason); the first error is in $LOG_FILE" | tee -a "$LOG_FILE" >&2
+  echo "[run_embodiment] --$MODE FAILED ($reason); the first error is in $LOG_FILE" | tee -a "$LOG_FILE" >&2
 fi
 exit "$status"

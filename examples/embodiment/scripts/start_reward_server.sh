@@ -3,28 +3,38 @@
 #
 #   bash examples/embodiment/scripts/start_reward_server.sh BACKEND MODEL_PATH [extra server flags...]
 #
-# BACKEND: qwen_vl_vllm | PRIMO-R1 | qwen_vl_hf | openai_compatible (docs/server/backends.md; old names work). Env: HOST (127.0.0.1),
-# PORT (18080), VIDEO_ROOT (system temp dir: must contain the trainer's temp_video_dir),
+# BACKEND: a registered backend or alias (run without arguments to list them; docs/server/backends.md).
+# Env: HOST and PORT (the server's --host and --port defaults), VIDEO_ROOT (system temp dir: must
+# contain the trainer's temp_video_dir),
 # PYTHON (default: picked by vlm_reward.tools.runtime: .venv's, or .venv-vllm's for a vLLM backend
 # when .venv has no vLLM), LOG_FILE (logs/reward_server-<port>.log), WAIT_S (600),
 # ENV_CONFIG (the env YAML it judges for, default libero_10.yaml: a --self-test asks as it asks).
 # The server keeps running in the background; its PID is printed. Stop it with: kill <PID>.
 set -euo pipefail
 
+REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+MAIN_PYTHON=python
+if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
+# The usage's backends and the default HOST and PORT come from the code (the registry, the protocol).
+from_code() { PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -c "$1"; }
 if [ $# -lt 2 ]; then
-  sed -n '2,10p' "$0" >&2
+  sed -n '2,/^[^#]/{/^#/p}' "$0" >&2  # the header comment
+  from_code 'from vlm_reward.backends import available_backends
+from vlm_reward.protocol import DEFAULT_HOST, DEFAULT_PORT
+print("backends:", ", ".join(available_backends()))
+print("default HOST:", DEFAULT_HOST)
+print("default PORT:", DEFAULT_PORT)' >&2
   exit 2
 fi
 BACKEND="$1"
 MODEL="$2"
 shift 2
-REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
-HOST="${HOST:-127.0.0.1}"
-PORT="${PORT:-18080}"
+read -r SERVER_HOST SERVER_PORT < <(from_code 'from vlm_reward.protocol import DEFAULT_HOST, DEFAULT_PORT
+print(DEFAULT_HOST, DEFAULT_PORT)')
+HOST="${HOST:-$SERVER_HOST}"
+PORT="${PORT:-$SERVER_PORT}"
 WAIT_S="${WAIT_S:-600}"
 ENV_CONFIG="${ENV_CONFIG:-$REPO_PATH/examples/embodiment/config/env/libero_10.yaml}"
-MAIN_PYTHON=python
-if [ -x "$REPO_PATH/.venv/bin/python" ]; then MAIN_PYTHON="$REPO_PATH/.venv/bin/python"; fi
 if [ -z "${PYTHON:-}" ]; then
   # Prints PYTHON=... (and export lines with vLLM CPU defaults); exits 1 saying how to set up.
   launch="$(PYTHONPATH="$REPO_PATH${PYTHONPATH:+:$PYTHONPATH}" "$MAIN_PYTHON" -m vlm_reward.tools.runtime "$BACKEND")"

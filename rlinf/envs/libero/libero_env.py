@@ -9,6 +9,7 @@ episode-reward core (:mod:`rlinf.envs.libero.episode_reward`), the live watch of
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +19,8 @@ import torch
 from rlinf._overlay import load_installed_module
 from rlinf.envs.libero.episode_log import canary_line, episode_line, open_episode_log, split_name, worker_rank
 from rlinf.envs.libero.episode_reward import Ended, EpisodeRewards
-from rlinf.envs.libero.reward_term import Shaping
+from rlinf.envs.libero.reward_term import JUDGE_SECONDS, Shaping
+from rlinf.envs.libero.simulation_env import SimulationHooks
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.client.episode_log import EpisodeLogWriter
 from vlm_reward.client.episode_record import Judgement
@@ -30,16 +32,18 @@ from vlm_reward.watch.judge_watch import Canary, JudgeWatch
 _upstream = load_installed_module(__name__)
 
 
-class LiberoEnv(_upstream.LiberoEnv):
+class LiberoEnv(SimulationHooks, _upstream.LiberoEnv):
     """RLinf 0.3's LIBERO env whose success signal can come from a video VLM.
 
-    With ``reward_model.enable: False`` (the default) this is RLinf's class unchanged: no
-    frame cache, same rewards, flags, observations and infos.
+    With ``reward_model.enable: False`` and the ``simulation`` block at its defaults this is RLinf's
+    class unchanged: no frame cache, same rewards, flags, observations and infos. ``simulation``
+    (:mod:`rlinf.envs.libero.simulation_env`) changes how the physics runs, never the rewards.
 
     With ``reward_model.enable: True``:
 
     * Cached: the policy's main image (upright ``full_image``) of every step of each env's
-      current episode, the reset frame included; dropped once the episode is scored.
+      current episode, the reset frame included, dropped once the episode is scored (without
+      cameras: each step's count, the frames sent rendered from recorded states at the end).
     * When the call fires: once per episode, the moment it first terminates or truncates
       (an ended env is not scored again before it is reset): its frames go to the client
       and the request is in flight while the chunk goes on. The results are collected at
@@ -53,8 +57,9 @@ class LiberoEnv(_upstream.LiberoEnv):
       the reward stays native and the VLM is only scored and logged.
     * Info keys: ``infos["episode"]`` of the chunk's last step (and the ``final_info`` of an
       auto-reset) gains ``VLM_METRIC_KEYS`` (values of each env's current episode, 0 until
-      scored) and the judge's live health, the same value in every env (``WATCH_METRIC_KEYS``
-      and the per-task rates of :mod:`vlm_reward.watch.judge_health`); RLinf averages them
+      scored) and the judge's live health, the same value in every env (``WATCH_METRIC_KEYS``,
+      the per-task rates of :mod:`vlm_reward.watch.judge_health` and ``reward_term.WORKER_METRICS``:
+      the seconds spent on the judge); RLinf averages them
       into ``env/...`` metrics. When training on the VLM reward, ``return`` (and ``reward``,
       the return per step) is the return trained on: the rewards of the episode's steps up
       to and including its end step, VLM term included.
@@ -70,8 +75,8 @@ class LiberoEnv(_upstream.LiberoEnv):
     :meth:`set_reward_model` changes the ``reward_model`` block between episodes.
 
     RLinf methods overridden (each says what of RLinf 0.3 it relies on): ``reset``, ``step``,
-    ``chunk_step``, ``_handle_auto_reset``, ``_calc_step_reward`` and ``close``; everything
-    else, ``_record_metrics`` included, is RLinf's.
+    ``chunk_step``, ``_handle_auto_reset``, ``_calc_step_reward``, ``close`` and those of
+    :class:`SimulationHooks`; everything else, ``_record_metrics`` included, is RLinf's.
     """
 
     def __init__(self, cfg: Any, num_envs: int, seed_offset: int, total_num_processes: int, worker_info: Any):
@@ -83,6 +88,7 @@ class LiberoEnv(_upstream.LiberoEnv):
         self._env_steps = 0  # steps this env has taken, for the guard's message
         self._worker_rank = worker_rank(worker_info)  # checked before RLinf starts the env processes
         self._step_reward = np.zeros(num_envs)  # the last _calc_step_reward, for the return
+        self._init_simulation(cfg, renders_for_judge=self._reward_model.enable)
         super().__init__(cfg, num_envs, seed_offset, total_num_processes, worker_info)
         if self._reward_model.enable:
             fetch_into_environ(self._reward_model.api_key_env)  # a key the run's driver published
@@ -98,11 +104,6 @@ class LiberoEnv(_upstream.LiberoEnv):
     def reward_model(self) -> RewardModelConfig:
         """The validated ``reward_model`` block in force (change it with :meth:`set_reward_model`)."""
         return self._reward_model
-
-    @property
-    def episode_rewards(self) -> EpisodeRewards | None:
-        """The episode-reward core (frame cache, pending scores, held signal); None when disabled."""
-        return self._rewards
 
     @property
     def reward_client(self) -> RewardClient | None:
@@ -161,9 +162,9 @@ class LiberoEnv(_upstream.LiberoEnv):
         obs, infos = super().reset(env_idx=env_idx, reset_state_ids=reset_state_ids)
         if self._rewards is not None:
             idx = np.arange(self.num_envs) if env_idx is None else np.atleast_1d(env_idx)
-            images = obs["main_images"].numpy()
+            frames = self._reward_frames(obs)
             for env in idx:
-                self._rewards.start(int(env), images[int(env)])
+                self._rewards.start(int(env), frames[int(env)])
         return obs, infos
 
     def step(self, actions: Any = None, auto_reset: bool = True) -> tuple:
@@ -267,29 +268,31 @@ class LiberoEnv(_upstream.LiberoEnv):
             self._publish_return(infos["episode"])
         dones = (terminations | truncations).numpy()
         ended = self._rewards.record_step(
-            obs["main_images"].numpy(), dones, self.success_once, self.elapsed_steps
+            self._reward_frames(obs), dones, self.success_once, self.elapsed_steps
         )
-        for episode in ended:
-            self._submit(episode)
+        if ended:
+            frames = self._judge_frames({e.env: e.frames for e in ended}, self._reward_model.nframes)
+            for episode in ended:
+                self._submit(episode, frames[episode.env])
         return obs, reward, terminations, truncations, infos
 
-    def _submit(self, ended: Ended) -> None:
+    def _submit(self, ended: Ended, frames: list[np.ndarray]) -> None:
         """Start scoring an episode that just ended, under its env's task instruction: the call
         runs on the client's threads while the rollout goes on, and the core collects it when
         the chunk ends (or before the env resets)."""
-        episode = FinishedEpisode(self.task_descriptions[ended.env], ended.frames, ended.native_success)
+        episode = FinishedEpisode(self.task_descriptions[ended.env], frames, ended.native_success)
         self._rewards.submitted(ended.env, self._client.submit(episode))
         perturbation = self._watch.canary_for(ended.native_success)
         if perturbation is not None:
-            self._submit_canary(ended, perturbation)
+            self._submit_canary(ended, frames, perturbation)
 
-    def _submit_canary(self, ended: Ended, perturbation: str) -> None:
+    def _submit_canary(self, ended: Ended, frames: list[np.ndarray], perturbation: str) -> None:
         """Start scoring the canary of a native success: the frames the client sends for it,
         perturbed, under the same instruction (``wrong_task``: the suite's next task's); a
         native failure by construction, never trained on."""
         task_id = int(self.task_ids[ended.env])
         made = canary_counterfactual(
-            ended.frames,
+            frames,
             self.task_descriptions[ended.env],
             perturbation,
             self._reward_model.nframes,
@@ -313,7 +316,10 @@ class LiberoEnv(_upstream.LiberoEnv):
         """Collect the pending scores into RLinf's arrays, the log, and ``infos["episode"]``."""
         shaping = Shaping(float(self.cfg.reward_coef), bool(self.use_rel_reward))
         cfg, rank = self._reward_model, self._worker_rank
-        for scored in self._rewards.collect(self.returns, self.prev_step_reward, shaping, self._review):
+        started = time.perf_counter()  # waiting for the judge: reward_term.WORKER_METRICS
+        collected = self._rewards.collect(self.returns, self.prev_step_reward, shaping, self._review)
+        self._judge_seconds += time.perf_counter() - started
+        for scored in collected:
             if self._log is not None:
                 self._log.write(episode_line(self, rank, scored, cfg))
         for canary in self._watch.collect_canaries(self._env_steps):
@@ -321,7 +327,7 @@ class LiberoEnv(_upstream.LiberoEnv):
                 self._log.write(canary_line(self, rank, canary, cfg))
         if "episode" in infos:
             infos["episode"].update({k: torch.as_tensor(v.copy()) for k, v in self._rewards.metrics.items()})
-            watch = self._watch.metrics()  # the same in every env: RLinf's mean keeps it
+            watch = {**self._watch.metrics(), JUDGE_SECONDS: self._judge_seconds}  # the same in every env
             infos["episode"].update(
                 {k: torch.full((self.num_envs,), v, dtype=torch.float64) for k, v in watch.items()}
             )

@@ -36,6 +36,12 @@ VLM_METRICS: dict[str, str] = {
     "vlm_failovers": "reward-server replicas that failed before one answered (0 with one endpoint)",
 }
 VLM_METRIC_KEYS = tuple(VLM_METRICS)
+# Keys of the env worker as a whole (the same value in every env, so RLinf's mean keeps it).
+JUDGE_SECONDS = "vlm_judge_seconds"
+WORKER_METRICS: dict[str, str] = {
+    JUDGE_SECONDS: "seconds the env worker has spent on the judge since it was built: rendering the "
+    "frames it sends (`simulation.cameras: False`) and waiting for scores at the end of a chunk",
+}
 
 
 class SignalSettings(Protocol):

@@ -20,7 +20,7 @@ from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.slow
 
-AUROC_FLOOR = 0.95  # the bound on the held-out episodes; docs/evaluation/classifier.md has the value
+AUROC_FLOOR = 0.95  # the bound on the held-out episodes; docs/evaluate/classifier.md has the value
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reward_eval.analysis.episode_log import episode_logs, kept_episodes
+from reward_eval.analysis.frame_progress import GOAL_FRACTION
 from reward_eval.classifier.labelled_run import NOT_JUDGED, main, write_run
 from reward_eval.classifier.labelled_set import LabelledEpisode, LabelledFrames, load_set, write_manifest
 from reward_eval.job.settings import RunSettings
@@ -32,6 +33,8 @@ def test_the_split_becomes_a_run_of_kept_videos_none_judged(tmp_path: Path) -> N
     assert [(e.record.trial_id, e.record.native_success) for e in kept] == [(11, True), (12, False)]
     assert all(e.record.fallback and e.record.error_kind == NOT_JUDGED for e in kept)
     assert all(e.record.frames_sent == 2 and Path(e.video).is_absolute() for e in kept)
+    # the simulator's progress of each frame sent, kept as the episode's (a rescore copies it)
+    assert [e.record.meta[GOAL_FRACTION] for e in kept] == [[0.0, 1.0], [0.0, 0.5]]
     assert RunSettings.read(tmp_path / "run").command == "labelled-run"
 
 

@@ -27,6 +27,7 @@ from vlm_reward.backends.resnet_checkpoint import (
     read_config,
     write_checkpoint,
 )
+from vlm_reward.frames import evenly_spaced
 from vlm_reward.video_io import encode_mp4
 
 CONFIG = ClassifierConfig(image_size=32, last_k=2)
@@ -48,13 +49,17 @@ def frames(seed: int, count: int = 16, size: int = 48) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, size=(count, size, size, 3), dtype=np.uint8)
 
 
-def expected_score(model, video: np.ndarray) -> float:
-    """The aggregate by hand: the mean P(success) of the last ``last_k`` frames."""
+def frame_probabilities(model, video: np.ndarray) -> list[float]:
+    """P(success) of each frame by hand, one frame at a time, in order."""
     import torch
 
     with torch.inference_mode():
-        out = model(model_input(video[-CONFIG.last_k :], CONFIG.image_size))
-    return float(out["probabilities"].mean())
+        return [float(model(model_input(frame[None], CONFIG.image_size))["probabilities"]) for frame in video]
+
+
+def expected_score(model, video: np.ndarray) -> float:
+    """The aggregate by hand: the mean P(success) of the last ``last_k`` frames."""
+    return float(np.mean(frame_probabilities(model, video[-CONFIG.last_k :])))
 
 
 @pytest.mark.parametrize(
@@ -106,8 +111,9 @@ def test_batched_scores_equal_each_job_alone_and_a_bad_job_fails_alone(classifie
     batched = backend.generate(jobs)
     alone = [backend.generate([job])[0] for job in jobs[:3]]
     assert [a.probability for a in batched[:3]] == pytest.approx([a.probability for a in alone], abs=1e-5)
+    assert [a.frame_scores for a in batched[:3]] == [pytest.approx(a.frame_scores, abs=1e-5) for a in alone]
     assert isinstance(batched[3], ValueError) and "smaller than the classifier's 32 px" in str(batched[3])
-    assert backend.frame_indices(16, 16) == [14, 15]  # only the frames the aggregate reads
+    assert backend.frame_indices(32, 16) == evenly_spaced(32, 16)  # every frame shown is scored
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +144,9 @@ def test_served_over_http_with_its_identity_and_the_aggregate(classifier, served
     assert response.status_code == 200, response.text
     answer = response.json()
     assert answer["score"] == pytest.approx(expected_score(model, decoded), abs=1e-5)
+    # One score per frame shown, in the video's order; the score is the aggregate of the last two.
+    assert answer["frame_scores"] == pytest.approx(frame_probabilities(model, decoded), abs=1e-5)
+    assert answer["score"] == pytest.approx(np.mean(answer["frame_scores"][-CONFIG.last_k :]), abs=1e-6)
     assert answer["score_mode"] == "probability" and answer["prompt_preset"] is None
     assert (answer["backend"], answer["model"]) == (
         "resnet",
@@ -147,6 +156,24 @@ def test_served_over_http_with_its_identity_and_the_aggregate(classifier, served
     assert other["score"] == answer["score"]  # the instruction is not seen
     refused = requests.post(server.endpoint, json={**body, "score_mode": "auto"}, timeout=60)
     assert refused.status_code == 400 and "its modes: probability" in refused.text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nframes", [5, 16], ids=["5-of-16", "all-16"])
+def test_served_frame_scores_are_the_shown_frames_in_order(classifier, served, nframes: int) -> None:
+    """``nframes`` evenly spaced frames of a 16-frame video: one score each, in the video's order."""
+    from vlm_reward.video_io import decode_clip, probe_video
+
+    _, model = classifier
+    server, root = served
+    video = frames(6)
+    encode_mp4(video, root / f"shown{nframes}.mp4", fps=4)
+    decoded = decode_clip(root / f"shown{nframes}.mp4", range(16), probe_video(root / f"shown{nframes}.mp4"))
+    body = {"task_text": "t", "video_path": str(root / f"shown{nframes}.mp4"), "nframes": nframes}
+    answer = requests.post(server.endpoint, json=body, timeout=60).json()
+    shown = decoded.frames[evenly_spaced(16, nframes)]
+    assert answer["frame_scores"] == pytest.approx(frame_probabilities(model, shown), abs=1e-5)
+    assert len(answer["frame_scores"]) == nframes
 
 
 @pytest.mark.slow

@@ -9,6 +9,8 @@ fine-tune trains through it). Equal within float32 rounding.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from typing import Any
 
 import pytest
@@ -153,3 +155,28 @@ def test_a_wrapped_patch_projection_falls_back_to_the_convolution(tiny_qwen_chec
         embed.proj = wrapped
         torch.testing.assert_close(embed(pixels), plain, rtol=1e-5, atol=1e-5)
     assert Wrapped.calls == 1
+
+
+def test_a_transformers_without_qwen3_vl_still_swaps_qwen2_5_vl(
+    models: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below transformers 4.57 there is no ``transformers.models.qwen3_vl``: the module imports and
+    swaps Qwen2.5-VL's classes as before (a fresh copy, imported with that package made missing)."""
+    for name in ("transformers.models.qwen3_vl", "transformers.models.qwen3_vl.modeling_qwen3_vl"):
+        monkeypatch.setitem(sys.modules, name, None)  # `import` of it raises ImportError
+    spec = importlib.util.spec_from_file_location("vision_encoder_without_qwen3", vision_encoder.__file__)
+    assert spec is not None and spec.loader is not None
+    without = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, without)
+    spec.loader.exec_module(without)
+    assert without.qwen3 is None and not hasattr(without, "Qwen3VLWindowBatchedAttention")
+    qwen2_5 = {cls for cls in vision_encoder.REPLACEMENTS if cls.__module__.endswith("qwen2_5_vl")}
+    assert set(without.REPLACEMENTS) == qwen2_5 and len(qwen2_5) == 2
+    model = models(QWEN2_5_VL, "sdpa")
+    pixels, grid = _patches(model, GRIDS["qwen2_5_vl"][-1])
+    with torch.inference_mode():
+        shipped = _encode(model, pixels, grid)
+        assert without.install(model) == len(model.model.visual.blocks) + 1
+        ours = _encode(model, pixels, grid)
+        without.uninstall(model)
+    torch.testing.assert_close(ours[0], shipped[0], rtol=1e-5, atol=1e-5)

@@ -38,7 +38,7 @@ def _result(score: float = 0.8, fallback: bool = False) -> SimpleNamespace:
     return SimpleNamespace(
         score=score, raw_value=score, answer="yes", latency_s=0.123456, fallback=fallback, error=None,
         error_kind=None, video_path="/v.mp4", num_frames_sent=16, endpoint="http://e/score", failovers=1,
-        judge=None if fallback else JUDGE,
+        judge=None if fallback else JUDGE, frame_scores=None,
     )  # fmt: skip
 
 
@@ -90,6 +90,25 @@ def test_judged_builds_the_line_the_env_writes() -> None:
     assert (
         str(record.judge) == "qwen_vl_hf on tiny-qwen, score_mode probability, prompt yes_no (6b101f59a615)"
     )
+
+
+def test_a_frame_classifier_s_scores_are_written_last_and_not_copied_to_a_rejudged_line() -> None:
+    result = SimpleNamespace(**{**vars(_result(0.5)), "frame_scores": (0.1, 0.2, 0.5)})
+    record = EpisodeRecord.judged({"task_id": 2}, result, True, SETTINGS)
+    written = record.to_json()
+    assert list(written)[-1] == "frame_scores" and written["frame_scores"] == [0.1, 0.2, 0.5]
+    assert EpisodeRecord.from_json(json.loads(json.dumps(written))) == record
+    assert "frame_scores" not in record.meta  # a judge of its own writes its own, or none
+    assert "frame_scores" not in EpisodeRecord.judged({"task_id": 2}, _result(0.5), True, SETTINGS).to_json()
+
+
+@pytest.mark.parametrize(
+    "frame_scores", [[0.1, 1.2], [0.1, None], "0.5", [True]], ids=["above-one", "null", "string", "bool"]
+)
+def test_bad_frame_scores_raise_naming_the_key(frame_scores) -> None:
+    line = {"task_id": 0, "native_success": True, "vlm_score": 0.5, "frame_scores": frame_scores}
+    with pytest.raises(ValueError, match="line 3: frame_scores must be a list of numbers in"):
+        EpisodeRecord.from_json(line, "line 3")
 
 
 def test_a_fallback_and_an_older_line_name_no_judge() -> None:

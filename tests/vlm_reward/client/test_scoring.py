@@ -131,7 +131,7 @@ def test_keep_temp_video_keeps_a_readable_file(server, tmp_path: Path) -> None:
     result = client.score(_episode(n=5))
     client.close()
     assert result.video_path is not None and Path(result.video_path).parent == tmp_path
-    from vlm_reward.video_io import count_frames
+    from tests.support.video_frames import count_frames
 
     assert count_frames(result.video_path) == 5
 
@@ -158,6 +158,13 @@ def test_score_many_overlaps_requests_on_the_server(server, tmp_path: Path) -> N
 
 
 ERROR_BODY = json.dumps({"error": {"type": "inference_error", "message": "CUDA out of memory"}}).encode()
+# A frame classifier's answer (the resnet backend's shape), and one whose frame score is out of range.
+FRAME_ANSWER = {
+    "score": 0.9, "raw_value": 0.9, "answer": "success", "think": None, "probability": 0.9,
+    "backend": "resnet", "model": "judge [mean P(success) of the last 1 frame]", "latency_s": 0.01,
+    "score_mode": "probability", "prompt_preset": None, "prompt_hash": None, "frame_scores": [0.1, 0.5, 0.9],
+}  # fmt: skip
+BAD_FRAME_BODY = json.dumps({**FRAME_ANSWER, "frame_scores": [0.1, 1.5]}).encode()
 FAULTS = [
     ("http_500", 500, ERROR_BODY, 0.0, "inference_error", "CUDA out of memory"),
     ("malformed_json", 200, b"{not json", 0.0, "malformed_response", "not JSON"),
@@ -166,6 +173,7 @@ FAULTS = [
     ("score_nan", 200, b'{"score": NaN}', 0.0, "malformed_response", "NaN"),  # not JSON by the spec
     ("score_string", 200, b'{"score": "0.5"}', 0.0, "invalid_score", "not a number"),
     ("slow_beyond_timeout", 200, b'{"score": 0.5}', 3.0, "timeout", "within 1.0 s"),
+    ("frame_score_above_1", 200, BAD_FRAME_BODY, 0.0, "malformed_response", "frame_scores.1"),
 ]
 
 
@@ -210,6 +218,22 @@ def test_fault_raises_with_endpoint_status_and_message_when_strict(fault, tmp_pa
     if kind == "inference_error":
         assert "HTTP 500" in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "kept"),
+    [(FRAME_ANSWER, (0.1, 0.5, 0.9)), ({k: v for k, v in FRAME_ANSWER.items() if k != "frame_scores"}, None)],
+    ids=["frame-classifier", "no-frame-scores"],
+)
+def test_the_result_keeps_the_frame_scores_in_order(body, kept, tmp_path) -> None:
+    canned = CannedServer(200, json.dumps(body).encode())
+    client = RewardClient(
+        RewardModelConfig(enable=True, endpoint=canned.endpoint, temp_video_dir=str(tmp_path))
+    )
+    result = client.score(_episode(n=3))
+    client.close()
+    canned.close()
+    assert (result.fallback, result.score, result.frame_scores) == (False, 0.9, kept)
 
 
 def test_explicit_fallback_score_is_used(tmp_path) -> None:

@@ -17,11 +17,11 @@ import psutil
 import pytest
 import requests
 
-from tests.support.server import TEST_PLUGINS
+from tests.support.server import TEST_PLUGINS, running_servers
 from vlm_reward.protocol import authorization
 from vlm_reward.ray_replicas.config import RewardServerConfig
 from vlm_reward.ray_replicas.plan import ReplicaPlan, local_slots
-from vlm_reward.tools.server_process import SERVER_MODULE, route_url
+from vlm_reward.tools.server_process import route_url
 
 ray = pytest.importorskip("ray")
 from vlm_reward.ray_replicas.group import ReplicaGroup, ReplicaStartError, this_node  # noqa: E402
@@ -55,11 +55,6 @@ def plan(node: tuple[str, str, list[str]], replicas: int, **backend_kwargs: obje
     return ReplicaPlan(settings, settings.check_judge(), local_slots(replicas, 0, ip, node_id))
 
 
-def servers() -> list[psutil.Process]:
-    """Reward servers that are children of this test's Ray cluster (this process's descendants)."""
-    return [p for p in psutil.Process().children(recursive=True) if SERVER_MODULE in " ".join(p.cmdline())]
-
-
 def backends(endpoint: str, key: str | None) -> int:
     headers = {"Authorization": authorization(key)} if key else {}
     return requests.get(route_url(endpoint, "/backends"), headers=headers, timeout=10).status_code
@@ -83,14 +78,14 @@ def test_a_replica_whose_process_dies_comes_back_on_its_endpoint_and_stop_drains
         again = ray.get(group.actors[0].info.remote(), timeout=120)
         assert again.restarted and again.endpoint == first[0].endpoint and again.server_pid != server.pid
         assert backends(again.endpoint, key) == 200
-        assert len(servers()) == 2
+        assert len(running_servers()) == 2
     finally:
         codes = group.stop()
     assert codes == [0, 0], "both servers drained and exited 0"
     deadline = time.monotonic() + 30
-    while servers() and time.monotonic() < deadline:
+    while running_servers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not servers()
+    assert not running_servers()
 
 
 def test_a_judge_that_cannot_load_stops_the_group_with_the_servers_sentence(
@@ -103,6 +98,6 @@ def test_a_judge_that_cannot_load_stops_the_group_with_the_servers_sentence(
     assert said in str(info.value)
     assert "see " in str(info.value) and str(tmp_path) in str(info.value), "it names the server's log"
     deadline = time.monotonic() + 30
-    while servers() and time.monotonic() < deadline:
+    while running_servers() and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not servers() and not group.actors
+    assert not running_servers() and not group.actors

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from tests.support.server import ServerProcess, token_counts
-from vlm_reward.video_io import count_frames
+from tests.support.video_frames import count_frames
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +74,7 @@ def test_probability_of_a_16_frame_mp4_is_pinned(served, family: str, prompt: st
     assert body["probability"] == pytest.approx(PINNED_PROBABILITY[family][prompt], abs=1e-4)
     assert body["score"] == body["raw_value"] == body["probability"]
     assert body["answer"] == ("yes" if body["probability"] >= 0.5 else "no") and body["think"] is None
+    assert "frame_scores" not in body  # a VLM judges the video as a whole: no per-frame values
     assert (body["backend"], body["model"]) == ("qwen_vl_hf", Path(body["model"]).name)
 
 

@@ -21,7 +21,6 @@ from vlm_reward.errors import (
 )
 from vlm_reward.server.limits import RequestLimits
 from vlm_reward.server.video_source import VideoPolicy, prepare_video
-from vlm_reward.video_io import count_frames
 
 MAX_MB = 0.25
 LIMITS = RequestLimits(max_video_mb=MAX_MB, max_video_frames=16)  # the fixture has exactly 16
@@ -176,12 +175,3 @@ def test_a_video_over_the_frame_cap_is_refused(layout: Layout, source: str) -> N
     ):
         prepare_video(*args, policy)
     assert list(layout.uploads.iterdir()) == []
-
-
-@pytest.mark.parametrize(
-    ("stop_after", "expected"), [(None, 16), (5, 5), (16, 16), (100, 16)], ids=["all", "5", "16", "100"]
-)
-def test_count_frames_stops_decoding_at_stop_after(
-    sample_mp4: str, stop_after: int | None, expected: int
-) -> None:
-    assert count_frames(sample_mp4, stop_after=stop_after) == expected

@@ -1,0 +1,99 @@
+"""The judges of the learning comparison: their models made ready, their servers run for one run.
+
+Each judge is the project's reward server (``vlm_reward.libero_reward_server``) on 127.0.0.1,
+started before its run and stopped after it (also when the run fails or is interrupted: a
+context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Their models:
+
+- ``classifier``: the checkpoint set-up trains (``reward_eval.classifier.setup_checkpoint``;
+  trained here, stamped, if it is missing or stale);
+- ``lenient``: the same command trained with ``--target half_goal`` (one object of two in the
+  basket counts as a success), stamped the same way, beside it;
+- ``progress``: the same with ``--target goal_fraction`` (the share of the goal's predicates
+  that hold: a graded progress judge), beside it too;
+- ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reward_eval.classifier import setup_checkpoint
+from vlm_reward.tools.server_process import RewardServerProcess, backend_args
+
+
+class JudgeError(RuntimeError):
+    """A judge's model could not be made ready; the message says which and why."""
+
+
+def _classifier(options: Sequence[str], checkpoint: Path) -> Callable[[Path], Path]:
+    def prepare(judges_dir: Path) -> Path:
+        status = setup_checkpoint.ensure(checkpoint, options)
+        if status != 0:
+            raise JudgeError(f"training the classifier {checkpoint} ended with exit status {status}.")
+        return checkpoint
+
+    return prepare
+
+
+def _tiny_vlm(judges_dir: Path) -> Path:
+    from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
+
+    path = judges_dir / "tiny-qwen2.5-vl"
+    if not (path / "config.json").is_file():
+        build_tiny_qwen2_5_vl(path)
+    return path
+
+
+def _no_kwargs(judges_dir: Path) -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A judge: the server's backend, how its model is made ready (``judges_dir`` -> model), the
+    server's ``--backend-kwargs`` (``judges_dir`` -> kwargs) and its ``--plugin`` modules."""
+
+    backend: str
+    prepare: Callable[[Path], Path]
+    backend_kwargs: Callable[[Path], Mapping[str, Any]] = _no_kwargs
+    plugins: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _beside(target: str) -> Path:
+    """Where the classifier trained with ``--target TARGET`` lives: beside set-up's."""
+    return setup_checkpoint.CHECKPOINT.with_name(f"{setup_checkpoint.CHECKPOINT.name}_{target}")
+
+
+JUDGES: dict[str, Judge] = {
+    "classifier": Judge("resnet", _classifier((), setup_checkpoint.CHECKPOINT)),
+    "lenient": Judge("resnet", _classifier(("--target", "half_goal"), _beside("half_goal"))),
+    "progress": Judge("resnet", _classifier(("--target", "goal_fraction"), _beside("goal_fraction"))),
+    "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm),
+}
+
+
+def register_judge(name: str, judge: Judge) -> Judge:
+    """Add a judge (a ``--plugin`` module's); ValueError for a name already taken."""
+    if name in JUDGES and JUDGES[name] is not judge:
+        raise ValueError(f"judge name {name!r} is already registered.")
+    JUDGES[name] = judge
+    return judge
+
+
+@contextmanager
+def serving(name: str, judges_dir: Path, log_path: Path) -> Iterator[RewardServerProcess]:
+    """Judge ``name``'s server, healthy, for the duration of the ``with``; stopped after it."""
+    judge = JUDGES[name]
+    model = judge.prepare(judges_dir)
+    videos = judges_dir / "videos"
+    videos.mkdir(parents=True, exist_ok=True)
+    args = backend_args(judge.backend, str(model), videos, judge.backend_kwargs(judges_dir))
+    server = RewardServerProcess(args, log_path, plugins=judge.plugins)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()

@@ -1,0 +1,89 @@
+"""ProcessGroupEnv's plumbing with stand-in envs (tests/support/fake_libero_envs.py): no simulator.
+
+Spawning a process costs a few seconds (it imports the env package), so the tests share two groups;
+the real LIBERO envs in it are covered by the learning run's test (tests/examples/test_cpu_learn.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from rlinf.envs.libero.process_group import ProcessGroupEnv
+from tests.support.fake_libero_envs import counting_env
+
+
+def group(names: list[str], per_process: int, **kwargs: object) -> ProcessGroupEnv:
+    params = [{"bddl_file_name": name, "seed": 0} for name in names]
+    return ProcessGroupEnv(params, per_process, factory=counting_env, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def five() -> Iterator[ProcessGroupEnv]:
+    """Five envs, two to a process (three processes), states recorded, rebuilt only for a new task."""
+    envs = group(["a", "b", "c", "d", "e"], per_process=2, record_states=True, rebuild_same_task=False)
+    yield envs
+    envs.close()
+
+
+def test_envs_are_split_over_processes_and_replies_come_back_in_env_order(five: ProcessGroupEnv) -> None:
+    five.reset()
+    obs, rewards, dones, infos = five.step(np.array([[1.0], [0.0], [2.0], [0.0], [3.0]]))
+    assert [o["name"] for o in obs] == ["a", "b", "c", "d", "e"]
+    assert obs[0]["pid"] == obs[1]["pid"] != obs[2]["pid"] == obs[3]["pid"] != obs[4]["pid"]
+    assert rewards.tolist() == [1.0, 0.0, 2.0, 0.0, 3.0] and dones.tolist() == [
+        True,
+        False,
+        True,
+        False,
+        True,
+    ]
+    assert [info["steps"] for info in infos] == [1] * 5
+    obs, *_ = five.step(np.array([[0.0], [0.0]]), id=[4, 1])
+    assert [(o["name"], o["steps"]) for o in obs] == [("e", 2), ("b", 2)], "the order asked for"
+    assert [o["steps"] for o in five.reset(id=[1])] == [0]
+    assert [o["steps"] for o in five.set_init_state([np.array([7.0])], id=[3])] == [7]
+
+
+def test_a_reconfigure_keeps_an_env_of_the_same_task_and_rebuilds_another(five: ProcessGroupEnv) -> None:
+    builds = five.reset(id=[0])[0]["builds"]
+    five.reconfigure_env_fns([{"bddl_file_name": "a", "seed": 0}], id=[0])
+    assert five.reset(id=[0])[0]["builds"] == builds, "same task: no new env"
+    five.reconfigure_env_fns([{"bddl_file_name": "z", "seed": 0}], id=[0])
+    obs = five.reset(id=[0])[0]
+    assert (obs["name"], obs["builds"]) == ("z", builds + 1)
+
+
+def test_a_frozen_env_repeats_its_last_step_until_its_reset(five: ProcessGroupEnv) -> None:
+    five.reset(id=[0, 1])
+    five.step(np.zeros((2, 1)), id=[0, 1])
+    five.freeze(id=[0])
+    obs, rewards, *_ = five.step(np.array([[1.0], [1.0]]), id=[0, 1])
+    assert [o["steps"] for o in obs] == [1, 2]
+    assert rewards.tolist() == [0.0, 1.0], "the frozen env's last reply, its reward included"
+    assert five.reset(id=[0])[0]["steps"] == 0
+    assert five.step(np.zeros((1, 1)), id=[0])[0][0]["steps"] == 1, "stepped again after its reset"
+
+
+def test_rendering_reaches_the_recorded_states_and_surfaces_the_childs_error(five: ProcessGroupEnv) -> None:
+    five.mark_episode_start(id=[2])
+    five.step(np.zeros((1, 1)), id=[2])
+    with pytest.raises(RuntimeError, match=r"(?s)process 1 failed:.*camera"):
+        five.render_frames({2: [0, 1]}, 16)  # a stand-in has no camera to render with
+
+
+def test_failures_are_errors_naming_the_process_never_hangs() -> None:
+    with pytest.raises(
+        RuntimeError, match=r"(?s)LIBERO simulator process 1 failed:.*this env cannot be built"
+    ):
+        group(["a", "fail"], per_process=1)
+    envs = group(["die"], per_process=1)
+    try:
+        with pytest.raises(RuntimeError, match="render_frames\\(\\) needs record_states=True"):
+            envs.render_frames({0: [0]}, 16)
+        with pytest.raises(RuntimeError, match="LIBERO simulator process 0 died \\(exit code 3\\)"):
+            envs.step(np.zeros((1, 1)))
+    finally:
+        envs.close()

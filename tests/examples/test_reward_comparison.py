@@ -1,0 +1,79 @@
+"""The learning comparison's pure parts: runs, their overrides, the time split and the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from examples.embodiment.reward_comparison import results
+from examples.embodiment.reward_comparison.runs import RUNS, overrides, parse_runs, start_overrides
+
+
+def test_runs_are_parsed_in_order_and_bad_names_are_named() -> None:
+    assert [r.name for r in parse_runs("lenient, native")] == ["lenient", "native"]
+    with pytest.raises(ValueError, match="unknown or no run names \\['nativ'\\]; valid: native, classifier"):
+        parse_runs("nativ")
+    with pytest.raises(ValueError, match="names a run twice"):
+        parse_runs("native,native")
+
+
+def test_a_run_differs_from_the_others_only_in_its_reward_model_block() -> None:
+    native = overrides(RUNS["native"].block(None), seed=3, steps=6)
+    lenient = overrides(RUNS["lenient"].block("http://127.0.0.1:1/score"), seed=3, steps=6)
+    assert native == [
+        "runner.max_steps=6",
+        "env.train.seed=3",
+        "actor.seed=3",
+        "env.train.reward_model.enable=False",
+    ]
+    assert lenient[:3] == native[:3]
+    assert all(o.startswith("env.train.reward_model.") for o in lenient[3:])
+    assert "env.train.reward_model.endpoint='http://127.0.0.1:1/score'" in lenient
+    assert "env.train.reward_model.guard.action=warn" in lenient
+    assert "env.train.reward_model.binary_reward=False" in overrides(RUNS["tiny_vlm"].block("u"), 0, 1)
+
+
+def test_starts_are_named_and_the_default_is_the_configs() -> None:
+    assert start_overrides("default") == []
+    assert start_overrides("rare") == ["actor.model.release_mean=[[0.0, -0.08], [0.0, 0.085]]"]
+    with pytest.raises(ValueError, match="--start 'often' is not a start; valid: default, rare"):
+        start_overrides("often")
+
+
+SCALARS = {
+    "time/step": {0: 100.0, 1: 90.0},
+    "time/env/env/bootstrap_step": {0: 8.0, 1: 7.0},
+    "time/env/env_interact_step": {0: 80.0, 1: 75.0},
+    "time/actor/run_training": {0: 1.0, 1: 1.0},
+    "time/actor/actor/compute_adv": {0: 0.5, 1: 0.5},
+    "env/vlm_judge_seconds": {0: 4.0, 1: 9.0},
+}
+
+
+def test_the_time_split_takes_judging_out_of_the_rollout_and_start_up_out_of_the_wall() -> None:
+    split = results.time_split(SCALARS, wall_s=250.0)
+    assert split == {
+        "start_up": 60.0,
+        "resets": 15.0,
+        "rollout": 146.0,
+        "judging": 9.0,
+        "actor_update": 3.0,
+        "wall": 250.0,
+    }
+
+
+def test_the_summary_gives_the_test_once_there_are_enough_steps() -> None:
+    unjudged = {"judged_success_rate": None, "false_positive_rate": None, "recall": None}
+    rates = (0.25, 0.375, 0.5, 0.75, 0.8125, 0.875)
+    steps = [
+        {"step": k + 1, "episodes": 16, "success_rate": r, "groups_with_gradient": 1.0, **unjudged}
+        for k, r in enumerate(rates)
+    ]
+    run = {"steps": steps, "time_s": results.time_split(SCALARS, 250.0), "guard_tripped_at": 3}
+    line = results.summary_lines({"native": run})[0]
+    assert line.startswith(
+        "native: success 0.31 (first 2 steps, 32 episodes) -> 0.81 (last 3, 48): +0.50, p = "
+    )
+    assert "; success >= 0.5 at step 3;" in line
+    assert "groups with a gradient 1.00" in line and line.endswith("guard tripped at step 3")
+    short = results.summary_lines({"native": {**run, "steps": steps[:2]}})[0]
+    assert "success per step 0.25, 0.38 (too few steps" in short
