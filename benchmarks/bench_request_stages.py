@@ -4,22 +4,24 @@ Where a ``qwen_vl_vllm`` request's time goes at equal frames, against the JPEG i
 reward worker sends, on one vLLM engine (the tiny random-weight Qwen2.5-VL, on this CPU, in this
 process: no HTTP on either side). The same ``DEFAULT_NFRAMES`` frames of 256x256 (synthetic
 scenes, a fresh set per request so no engine cache answers one from another), the same system
-prompt and question (the ``yes_no`` preset's), one request at a time:
+prompt and question (the ``yes_no`` preset's), one request at a time, in three stages (decode,
+prepare, engine):
 
 - ``MP4, 336 px``: this project's default request: the frames encoded as the client does, then
-  the server's steps: probe and decode (PyAV), the resize to the model's video pixel floor
-  (:func:`vlm_reward.backends.qwen_vision.video_input`), the prompt, the engine (one completion
-  token, probability mode);
+  the server's steps: probe and decode (PyAV), prepare (the resize to the model's video pixel
+  floor, :func:`vlm_reward.backends.qwen_vision.video_input`, and the chat prompt), the engine
+  (one completion token, probability mode);
 - ``MP4, 252 px``: the same with ``native_frame_size`` (the frames' own size in whole tokens);
 - ``JPEG x 16``: the frames as JPEG (quality 95) decoded by PIL as vLLM's OpenAI server does with
-  data URLs, sent as 16 images (252x252 after vLLM's image processor): the same pixels as the
-  252 px MP4; one completion token, and 16 (RLinf's ``max_tokens``, EOS ignored);
+  data URLs (prepare: the chat prompt), sent as 16 images (252x252 after vLLM's image processor,
+  inside the engine's time): the same pixels as the 252 px MP4; one completion token, and 16
+  (RLinf's ``max_tokens``, EOS ignored);
 - ``JPEG x 8``: half the frames: the visual tokens of 16 video frames, which the model's
   temporal patch takes in pairs (an image is one frame repeated).
 
 The engine's time holds vLLM's input processing (the HF processor), the vision encoder, the
-prefill and the decode. The resize is also timed as it was before issue 43 (torchvision on the
-uint8 frames, then float), in the same repetitions, on the same clips.
+prefill and the decode. The resize is also timed on its own, as it is and as it was before
+issue 43 (torchvision on the uint8 frames, then float), in the same repetitions, on the same clips.
 
     OMP_WAIT_POLICY=PASSIVE PYTHONPATH=. .venv-vllm/bin/python benchmarks/bench_request_stages.py
 """
@@ -45,6 +47,7 @@ TASK = "put the black bowl in the basket"
 MP4_WAYS = {"MP4, 336 px": False, "MP4, 252 px": True}
 JPEG_WAYS = {"JPEG x 16": (DEFAULT_NFRAMES, 1), "JPEG x 16, 16 tokens out": (DEFAULT_NFRAMES, 16)}
 JPEG_WAYS["JPEG x 8"] = (DEFAULT_NFRAMES // 2, 1)
+STAGES = ("decode", "prepare", "engine")
 
 
 class Engine:
@@ -133,13 +136,13 @@ def mp4_request(engine: Engine, frames: np.ndarray, native: bool, tmp: Path) -> 
         clip=clip,
         native_frame_size=native,
     )
+    request = build_vllm_request(engine.spec, job, engine.processor, engine.family, engine.spec.answer_prefix)
+    started = lap(times, "prepare", started)  # the frames resized, the chat prompt
     entry = job_messages(engine.spec, job, clip)[1]["content"][0]
     video, _ = video_input(clip, entry, _vision_process(), engine.family, native)
-    started = lap(times, "resize", started)
+    started = lap(times, "resize", started)  # the part of prepare that resizes, on its own
     resize_before(clip, tuple(video.shape[-2:]))
-    started = lap(times, "resize before", started)
-    request = build_vllm_request(engine.spec, job, engine.processor, engine.family, engine.spec.answer_prefix)
-    times["prompt"] = time.perf_counter() - started - times["resize"]  # the request less its resize
+    lap(times, "resize before", started)
     times["engine"], times["prompt tokens"], times["completion tokens"] = engine.generate(
         request, engine.probability
     )
@@ -172,7 +175,7 @@ def jpeg_request(engine: Engine, frames: np.ndarray, count: int, max_tokens: int
     messages[1]["content"][0:1] = [{"type": "image"} for _ in images]
     prompt = engine.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     request = {"prompt": prompt + engine.spec.answer_prefix, "multi_modal_data": {"image": images}}
-    lap(times, "prompt", started)
+    lap(times, "prepare", started)
     sampling = {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
     times["engine"], times["prompt tokens"], times["completion tokens"] = engine.generate(request, sampling)
     return times
@@ -198,9 +201,8 @@ def report(samples: dict[str, list[dict[str, float]]], repeats: int) -> None:
     """Stage medians per way, then the resize before and after."""
     rows = []
     for name, runs in samples.items():
-        for stage in ("decode", "resize", "prompt", "engine"):
-            if stage in runs[0]:
-                rows.append(Row(f"{name}: {stage}", Stats.of([r[stage] for r in runs]), "ms", 1e3))
+        for stage in STAGES:
+            rows.append(Row(f"{name}: {stage}", Stats.of([r[stage] for r in runs]), "ms", 1e3))
         rows.append(Row(f"{name}: total", Stats.of([_total(r) for r in runs]), "ms", 1e3))
         rows.append(Row(f"{name}: prompt tokens", Stats.of([r["prompt tokens"] for r in runs]), ""))
         rows.append(Row(f"{name}: completion tokens", Stats.of([r["completion tokens"] for r in runs]), ""))
@@ -218,7 +220,7 @@ def report(samples: dict[str, list[dict[str, float]]], repeats: int) -> None:
 
 
 def _total(times: dict[str, float]) -> float:
-    return sum(times.get(stage, 0.0) for stage in ("decode", "resize", "prompt", "engine"))
+    return sum(times[stage] for stage in STAGES)
 
 
 def main() -> None:

@@ -311,9 +311,10 @@ NAMES = [way.name for way in ways()]
 
 
 def measure(
-    args: argparse.Namespace, episodes: list[Episode], checkpoint: str, tmp: Path
+    args: argparse.Namespace, make_episodes: Callable[[], list[Episode]], checkpoint: str, tmp: Path
 ) -> dict[str, Tally]:
-    """Every way of asking, interleaved, against the two servers of one tiny checkpoint."""
+    """Every way of asking, interleaved, against the two servers of one tiny checkpoint; the
+    episodes are made while the servers start (rendering and start-up overlap)."""
     from vlm_reward.tools.runtime import vllm_venv
     from vlm_reward.tools.server_process import RewardServerProcess, backend_args
 
@@ -326,6 +327,7 @@ def measure(
     server = RewardServerProcess(server_args, tmp / "reward_server.log", python=python)
     tallies = {name: Tally() for name in NAMES}
     try:
+        episodes = make_episodes()
         upstream.wait_ready()
         server.wait_ready(420.0)
         variants = Variants(episodes)
@@ -410,7 +412,7 @@ def main() -> None:
         # First: importing torchvision after LIBERO's renderer has run segfaults here.
         checkpoint = str(build_tiny_qwen2_5_vl(Path(tmp) / "tiny"))
         make = synthetic if args.synthetic else render_libero
-        tallies = measure(args, make(args.episodes, args.steps, args.size), checkpoint, Path(tmp))
+        tallies = measure(args, lambda: make(args.episodes, args.steps, args.size), checkpoint, Path(tmp))
     report(tallies, args)
 
 
