@@ -75,6 +75,15 @@ def test_windows_follow_rlinf_s_history_manager(
     assert peer.runs_in_rlinf_main(buffer, 8, done_from) is runs
 
 
+def test_a_success_before_the_per_episode_tick_sends_once_with_one_chunk_end_more() -> None:
+    # Done at chunk 40 of 64 (a success without auto-reset): input_on_done takes the entries since
+    # the last tick, the 5 the cut kept plus the one appended since; the history is then cleared
+    # at every chunk the env stays done, below min_history_size for good. Chunks 5-39 give `{}`.
+    ticks = peer.schedule(per_episode(64), 64, done_from=40)
+    assert {tick.chunk: tick.window for tick in ticks if tick.window} == {40: (35, 36, 37, 38, 39, 40)}
+    assert [tick.chunk for tick in ticks if not tick.input_given] == list(range(5, 40))
+
+
 def test_between_ticks_there_is_no_history_input_at_all() -> None:
     # RLinf's own test_history_manager: interval 3, min 1: `{}` after the 2nd append.
     ticks = peer.schedule(HistoryBuffer(2, 1, 3, input_on_done=True), 6)
