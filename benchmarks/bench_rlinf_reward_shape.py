@@ -72,7 +72,7 @@ MAIN_ONLY = peer.RequestShape(views=("main_images",))
 def variant(episodes: list[Episode], index: int) -> list[Episode]:
     """The episodes with every pixel raised by ``index + 1`` (clipped): each repetition's requests
     differ from every other's, so no cache of the engine (prefix, multimodal) answers one from a
-    repetition before; every way of asking in a repetition gets the same variant."""
+    repetition before (:class:`Variants`)."""
 
     def raised(frames: list[np.ndarray]) -> list[np.ndarray]:
         return [np.clip(f.astype(np.int16) + index + 1, 0, 255).astype(np.uint8) for f in frames]
@@ -81,19 +81,18 @@ def variant(episodes: list[Episode], index: int) -> list[Episode]:
 
 
 class Variants:
-    """Each contender's ``n``-th run gets the ``n``-th variant of the episodes (made once, shared)."""
+    """Every run of every way of asking gets its own variant of the episodes: no two runs send
+    the same pixels, so no engine cache (vLLM's multimodal processor cache is keyed by an
+    image's content) answers one way's request from another's. Within one run RLinf's per-chunk
+    requests still share 8 of 10 frames with the chunk before, as they do in RLinf."""
 
     def __init__(self, episodes: list[Episode]) -> None:
         self.episodes = episodes
-        self.made: dict[int, list[Episode]] = {}
-        self.calls: dict[str, int] = {}
+        self.made = 0
 
     def next_for(self, contender: str) -> list[Episode]:
-        index = self.calls.get(contender, 0)
-        self.calls[contender] = index + 1
-        if index not in self.made:
-            self.made = {index: variant(self.episodes, index)}  # the earlier variants are done with
-        return self.made[index]
+        self.made += 1
+        return variant(self.episodes, self.made - 1)
 
 
 def main_frame_indices(steps: int) -> list[int]:
