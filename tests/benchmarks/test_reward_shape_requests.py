@@ -1,4 +1,4 @@
-"""Benchmark 14's requests (benchmarks.bench_rlinf_reward_shape): which frames each way of asking sends."""
+"""Benchmark 14's requests (benchmarks.reward_shape_requests): which frames each way of asking sends."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks import bench_rlinf_reward_shape as bench
+from benchmarks import reward_shape_requests as requests_of
 from benchmarks import rlinf_api_request as peer
 from benchmarks.two_view_episodes import Episode
 from vlm_reward.protocol import DEFAULT_NFRAMES, ScoreRequest
@@ -48,15 +49,15 @@ def _steps_shown(body: dict) -> list[int]:
 def test_rlinf_s_buffer_sends_chunk_ends_of_both_views(
     buffer: peer.HistoryBuffer, bursts: int, first: list[int]
 ) -> None:
-    sent = bench.buffer_bursts("judge", [_episode(), _episode()], buffer)
+    sent = requests_of.buffer_bursts("judge", [_episode(), _episode()], buffer)
     assert [len(burst) for burst in sent] == [2] * bursts  # every env in step
     assert _steps_shown(sent[0][0]) == pytest.approx(first, abs=2)
     assert sent[0][0]["max_tokens"] == 16
 
 
 def test_the_equal_frames_request_carries_this_project_s_frames() -> None:
-    [[body]] = bench.equal_frames_bursts("judge", [_episode()])
-    indices = bench.main_frame_indices(STEPS)
+    [[body]] = requests_of.equal_frames_bursts("judge", [_episode()])
+    indices = requests_of.main_frame_indices(STEPS)
     assert len(indices) == DEFAULT_NFRAMES
     assert _steps_shown(body) == pytest.approx(indices, abs=2)
 
@@ -65,7 +66,7 @@ def test_the_equal_frames_request_carries_this_project_s_frames() -> None:
 def test_this_project_s_request_is_the_env_client_s(native: bool, tmp_path) -> None:
     from vlm_reward.video_io import probe_video
 
-    body = bench.project_body(_episode(), tmp_path, native)
+    body = requests_of.project_body(_episode(), tmp_path, native)
     request = ScoreRequest.model_validate(body)
     assert (request.nframes, request.native_frame_size) == (DEFAULT_NFRAMES, native)
     video = tmp_path / "sent.mp4"
