@@ -14,7 +14,12 @@ a few thousand frames of one camera, that is what keeps it from learning pixel p
 draw: the mean label over the levels, whose binary cross-entropy is its entropy (``ln 2`` for a
 0/1 target and for ``goal_fraction``'s 0, 0.5, 1 alike). A soft target also has a floor no model
 goes below (a frame labelled 0.5 costs ``ln 2`` even when predicted exactly), so for a graded
-target the trained loss ends between the two, never near 0.
+target the trained loss ends between the two (:func:`irreducible_loss`), never near 0.
+
+**Whether it left the prior** is judged on :func:`fitted_loss`, the trained model's loss in eval
+mode over every training frame, as the server will run it, not on the last epoch's training-mode
+loss: with few steps, batch norm's running statistics lag the weights, and a run whose training
+loss dipped could still answer the same for every frame when served.
 
 Everything random is drawn from ``(seed, epoch)``. A progress bar (:mod:`reward_eval.progress_bar`)
 counts the steps and shows the loss.
@@ -73,10 +78,30 @@ def balanced_draw(labels: np.ndarray, seed: int, epoch: int) -> np.ndarray:
 def prior_floor(labels: np.ndarray) -> float:
     """The loss of the best constant answer under :func:`balanced_draw` (see the module
     docstring): the entropy of the mean over the label values, in nats."""
-    mean = float(np.unique(labels).mean())
-    if mean in (0.0, 1.0):
+    return _entropy(float(np.unique(labels).mean()))
+
+
+def irreducible_loss(labels: np.ndarray) -> float:
+    """The loss no model goes below under :func:`balanced_draw`: the mean over the label values of
+    each value's own entropy (0 for a 0/1 target; ``ln 2 / 3`` for ``goal_fraction``'s 0, 0.5, 1,
+    since a frame labelled 0.5 costs ``ln 2`` even when predicted exactly)."""
+    return float(np.mean([_entropy(float(v)) for v in np.unique(labels)]))
+
+
+def fitted_loss(labels: np.ndarray, probabilities: np.ndarray) -> float:
+    """The binary cross-entropy of ``probabilities`` against ``labels`` weighted as
+    :func:`balanced_draw` weights the values (the mean over the values of each value's mean loss):
+    the loss the training draw estimates, measured once on every frame in eval mode, as served."""
+    p = np.clip(np.asarray(probabilities, dtype=np.float64), 1e-7, 1 - 1e-7)
+    y = np.asarray(labels, dtype=np.float64)
+    loss = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    return float(np.mean([loss[y == v].mean() for v in np.unique(y)]))
+
+
+def _entropy(q: float) -> float:
+    if q in (0.0, 1.0):
         return 0.0
-    return -(mean * math.log(mean) + (1 - mean) * math.log(1 - mean))
+    return -(q * math.log(q) + (1 - q) * math.log(1 - q))
 
 
 def shifted(images: Any, shift: int, rng: np.random.Generator) -> Any:

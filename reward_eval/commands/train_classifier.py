@@ -202,7 +202,14 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     import torch
 
     from reward_eval.classifier import held_out
-    from reward_eval.classifier.training import Schedule, prior_floor, probabilities, train
+    from reward_eval.classifier.training import (
+        Schedule,
+        fitted_loss,
+        irreducible_loss,
+        prior_floor,
+        probabilities,
+        train,
+    )
     from reward_eval.finetune.readout import at_class_prior
     from vlm_reward.backends.resnet_checkpoint import build_model
 
@@ -221,8 +228,17 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     schedule = Schedule(args.epochs, args.batch_size, args.lr, args.weight_decay, args.shift, args.seed)
     state = train(model, data, schedule)
     after = {split: held_out.judge(model, config, m["cases"]) for split, m in measured.items()}
-    floor = prior_floor(data.labels.numpy())  # balanced draws: the best constant answer's loss
-    training = {**asdict(state), "steps": state.step, "prior_floor": floor, "loading_seconds": loading}
+    labels, scores = data.labels.numpy(), probabilities(model, data.images)
+    floor = prior_floor(labels)  # balanced draws: the best constant answer's loss
+    fitted, irreducible = fitted_loss(labels, scores), irreducible_loss(labels)
+    training = {
+        **asdict(state),
+        "steps": state.step,
+        "prior_floor": floor,
+        "fitted_loss": fitted,
+        "irreducible_loss": irreducible,
+        "loading_seconds": loading,
+    }
     summary = {
         "outcome": "done",
         "message": "",
@@ -237,7 +253,10 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
             **trained_measures(args, model, config, measured, after),
         },
     }
-    prior = at_class_prior(state.epoch_losses[-1], floor, probabilities(model, data.images))
+    # Above the target's own floor, so a graded target's 0.5 frames do not count as "at the prior".
+    prior = at_class_prior(fitted - irreducible, floor - irreducible, scores)
+    if prior and irreducible > 0:
+        prior += f" (both measured above the loss no model goes below for this target, {irreducible:.4f})"
     if prior:
         summary.update(outcome="class_prior", message=prior)
     return model, summary

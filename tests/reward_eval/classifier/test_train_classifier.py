@@ -26,10 +26,13 @@ from vlm_reward.backends import ScoreJob
 from vlm_reward.backends.resnet import ResNetBackend
 from vlm_reward.backends.resnet_checkpoint import CONFIG_FILE, WEIGHTS_FILE, read_config
 
-# A few steps that leave the class prior on every CPU: the last epoch's loss ends far below the
-# floor (ln 2 = 0.693; "at the prior" is above 0.658) wherever it was measured (docs: 0.05-0.2).
-FEW_STEPS = ["--image-size", "32", "--epochs", "6", "--batch-size", "8", "--lr", "1e-3",
-             "--frames-per-episode", "4", "--last-k", "2"]  # fmt: skip
+# A few steps that leave the class prior as served: the fitted loss (eval mode, every training
+# frame) above the irreducible one ends at 0.14-0.35 of the prior's (seeds 0-3, both targets, on
+# this machine; "at the prior" is 0.95). Fewer (6 epochs, 4 frames an episode) ended anywhere from
+# 0.24 to 2.3 by seed: batch norm's running statistics had not caught up with the weights.
+FEW_STEPS = ["--image-size", "32", "--epochs", "30", "--batch-size", "8", "--lr", "1e-3",
+             "--frames-per-episode", "8", "--last-k", "4"]  # fmt: skip
+LEFT_THE_PRIOR = 0.6  # the largest excess-loss ratio accepted: above every seed's, below 0.95
 SCORE_TOLERANCE = 1e-4  # the backend's batch against the command's one pass: float32 rounding
 
 
@@ -82,13 +85,14 @@ def test_a_few_steps_leave_the_class_prior_and_write_a_checkpoint(trained, data:
     summary, out = trained["summary"], trained["out"]
     training = summary["training"]
     assert trained["status"] == 0 and summary["outcome"] == "done", summary["message"]
-    assert training["steps"] == len(training["step_losses"]) > 0 and len(training["epoch_losses"]) == 6
-    assert training["epoch_losses"][-1] < 0.5 * training["prior_floor"]
+    assert training["steps"] == len(training["step_losses"]) > 0 and len(training["epoch_losses"]) == 30
+    excess = training["fitted_loss"] - training["irreducible_loss"]
+    assert excess < LEFT_THE_PRIOR * (training["prior_floor"] - training["irreducible_loss"])
     config = read_config(out)
     assert (config.arch, config.image_size, config.last_k, config.target) == (
         "resnet18",
         32,
-        2,
+        4,
         trained["target"],
     )
     recorded = json.loads((out / CONFIG_FILE).read_text())
@@ -119,7 +123,7 @@ def test_the_backend_scores_each_measured_episode_as_the_command_measured_it(tra
         }
         episodes = labelled.split(split)
         jobs = [ScoreJob("", str(labelled.path(e.served)), 16, 10**6, 4.0) for e in episodes]
-        scores = [answer.score for answer in backend.generate(jobs)]
+        scores = [answer.probability for answer in backend.generate(jobs)]
         assert len(scores) == len(judged) == len(episodes) == 3
         for e, score in zip(episodes, scores, strict=True):
             assert score == pytest.approx(judged[e.served.video], abs=SCORE_TOLERANCE), (
@@ -150,19 +154,22 @@ def test_the_summary_measures_the_target_the_frames_and_the_variants(trained) ->
 
 
 @pytest.mark.slow
-def test_training_that_ends_at_the_class_prior_writes_no_checkpoint_and_exits_4(
-    data: Path, tmp_path: Path, monkeypatch, capsys
+@pytest.mark.parametrize("target", ["success", "goal_fraction"])
+def test_training_that_learns_nothing_ends_at_the_class_prior_and_writes_no_checkpoint(
+    target: str, data: Path, tmp_path: Path, capsys
 ) -> None:
-    from reward_eval.finetune import readout
-
-    monkeypatch.setattr(readout, "at_class_prior", lambda *args, **kwargs: "it learnt the class prior")
+    """One epoch at a learning rate of 1e-9 leaves the random classifier as it was: its fitted loss
+    is on the prior floor (measured 0.70-0.73 against 0.693; the graded target's 0.462-0.481 against
+    0.462, above its irreducible 0.231), so the command refuses to write it."""
     out = tmp_path / "ckpt"
-    status = train_classifier.main([str(data), "--out", str(out), *FEW_STEPS, "--epochs", "1"])
+    status = train_classifier.main(
+        [str(data), "--out", str(out), "--target", target, *FEW_STEPS, "--epochs", "1", "--lr", "1e-9"]
+    )
     summary = read_summary(out)
     assert status == train_classifier.EXIT_CLASS_PRIOR == 4
-    assert (summary["outcome"], summary["message"]) == ("class_prior", "it learnt the class prior")
+    assert summary["outcome"] == "class_prior" and "it learnt the class prior" in summary["message"]
     assert not (out / WEIGHTS_FILE).exists() and not (out / CONFIG_FILE).exists()
-    assert "training failed: it learnt the class prior; no classifier written" in capsys.readouterr().err
+    assert "training failed: the training loss ended at" in capsys.readouterr().err
 
 
 def test_one_label_value_exits_3_in_one_sentence(tmp_path: Path, capsys) -> None:

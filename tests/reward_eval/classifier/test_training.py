@@ -1,4 +1,5 @@
-"""The training loop's pure parts: the draw that balances the label values, the class-prior floor."""
+"""The training loop's pure parts: the draw that balances the label values, the class-prior floor,
+the loss no model goes below and the balanced loss a trained model is judged on."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from reward_eval.classifier.training import balanced_draw, prior_floor
+from reward_eval.classifier.training import balanced_draw, fitted_loss, irreducible_loss, prior_floor
 
 
 def binary_draw(labels: np.ndarray, seed: int, epoch: int) -> np.ndarray:
@@ -54,3 +55,32 @@ def test_one_label_value_cannot_be_balanced() -> None:
 )
 def test_prior_floor_is_the_best_constant_answers_loss(labels, floor) -> None:
     assert prior_floor(np.asarray(labels)) == pytest.approx(floor)
+
+
+LN2 = math.log(2)
+
+
+@pytest.mark.parametrize(
+    ("labels", "loss"),
+    [([0.0, 1.0, 1.0], 0.0), ([0.0, 0.5, 1.0, 0.5], LN2 / 3), ([0.5, 0.5], LN2)],
+    ids=["binary", "goal-fraction", "all-half"],
+)
+def test_irreducible_loss_is_the_mean_entropy_of_the_values(labels, loss) -> None:
+    assert irreducible_loss(np.asarray(labels)) == pytest.approx(loss)
+
+
+@pytest.mark.parametrize(
+    ("labels", "probabilities", "loss"),
+    [
+        # a constant answer of the mean value sits on the prior floor, however unbalanced the frames
+        ([0.0, 0.0, 0.0, 1.0], [0.5] * 4, LN2),
+        ([0.0, 0.5, 1.0], [0.5] * 3, LN2),
+        # exact answers reach the irreducible loss
+        ([0.0, 0.5, 0.5, 1.0], [0.0, 0.5, 0.5, 1.0], LN2 / 3),
+        # each value's frames weigh as one: the three failures' loss counts once, the success's once
+        ([0.0, 0.0, 0.0, 1.0], [0.5, 0.5, 0.5, 1.0], LN2 / 2),
+    ],
+    ids=["constant-binary", "constant-graded", "exact-graded", "values-weigh-equally"],
+)
+def test_fitted_loss_weighs_each_value_as_the_draw_does(labels, probabilities, loss) -> None:
+    assert fitted_loss(np.asarray(labels), np.asarray(probabilities)) == pytest.approx(loss, abs=1e-6)
