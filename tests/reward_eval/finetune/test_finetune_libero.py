@@ -109,7 +109,7 @@ FLOOR_FRACTION = 0.1
 # Qwen2.5-VL base calls everything a failure at 0.5 (P(yes) ~0.46), the Qwen3-VL base everything a
 # success (the audit's rate of every row).
 BASE_SPREAD = 0.01
-BASE = {"qwen2_5_vl": (0.2225, 0.0), "qwen3_vl": (0.2601, 1.0)}
+BASE = {"qwen2_5_vl": (0.2226, 0.0), "qwen3_vl": (0.2616, 1.0)}
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
