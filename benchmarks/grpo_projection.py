@@ -1,20 +1,18 @@
-"""A reward request shape's cost projected onto one GRPO training step at RLinf's libero_10 settings.
+"""A way of asking for rewards, multiplied out to one GRPO training step at RLinf's libero_10 settings.
 
-Measured per-request judge seconds (at the concurrency the sample sent them with) are multiplied
-out to one training step: RLinf's libero_10 GRPO runs 64 envs for 16 rollout epochs of at most
-512 steps in chunks of 8 actions, so a step has 64 x 16 x 64 chunk steps. Two ways of asking:
+RLinf's ``libero_10_grpo_openvlaoft.yaml`` (main at a3816b5) runs 64 train envs for 16 rollout
+epochs of 512 steps, actions in chunks of 8: 1,024 episodes of 64 chunk steps per training step.
+Given how many requests one episode sends (:func:`benchmarks.rlinf_api_request.requests_per_episode`
+for RLinf's history buffer, 1 for this project) and the judge's measured seconds per request at
+the sample's concurrency, a step costs ``episodes x requests per episode`` requests and that many
+times the seconds of judging.
 
-- ``per chunk``: one request per env per chunk step, the env waiting for the rewards at every
-  chunk step (RLinf's API reward worker): every chunk step's judging adds to the rollout;
-- ``per episode``: one request per episode end, sent while the rest of the chunk runs (this
-  project): the episodes of a fixed horizon all end at the last chunk, so what is exposed is that
-  last burst's judging less the overlap (none is assumed unless given).
-
-The exposed reward time is the last reward's completion minus the time the last env step would
-have completed with no reward at all, so it is what rewards add to a rollout; its share is taken
-over the rollout's env time (chunk steps x ``chunk_s``). The judge's throughput is taken as
-constant: a GPU engine that batches 64 requests better than the sample's few would make both
-shapes cheaper, the per-chunk shape (64x the requests) the more.
+What it leaves out: how much of that judging the rollout waits for. RLinf's env worker waits
+for the rewards at every chunk step; this project's env starts an episode's call when the episode
+ends and collects it later (benchmark 8, ``bench_scoring_overlap.py``, measures what a call adds
+to a chunk). How much is hidden depends on a GPU rollout's env time per chunk, not measured here.
+The judge's throughput is taken as constant: a GPU engine that batches 64 requests better than
+the sample's few would make every way of asking cheaper, the one with the most requests the most.
 """
 
 from __future__ import annotations
@@ -33,54 +31,30 @@ class GrpoSettings:
 
     @property
     def chunk_steps(self) -> int:
-        """Chunk steps per rollout epoch (a 512-step episode is 64 chunks of 8 actions)."""
+        """Chunk steps per episode (a 512-step episode is 64 chunks of 8 actions)."""
         return self.max_steps // self.chunk
 
-    def requests(self, shape: str) -> int:
-        """Requests per training step: per env per chunk step, or per episode end."""
-        episodes = self.envs * self.rollout_epochs
-        return episodes * self.chunk_steps if shape == PER_CHUNK else episodes
-
-
-PER_CHUNK, PER_EPISODE = "per chunk", "per episode"
-SHAPES = (PER_CHUNK, PER_EPISODE)
+    @property
+    def episodes(self) -> int:
+        """Episodes per training step: every env's, every rollout epoch."""
+        return self.envs * self.rollout_epochs
 
 
 @dataclass(frozen=True)
 class StepCost:
-    """One training step's reward cost under one request shape."""
+    """One training step's reward requests and the judge's seconds for them."""
 
     requests: int
     judge_s: float
-    exposed_s: float
-    rollout_s: float
-
-    @property
-    def exposed_share(self) -> float:
-        """Exposed reward time over the rollout's env time."""
-        return self.exposed_s / self.rollout_s
 
 
-def project(
-    shape: str,
-    request_s: float,
-    chunk_s: float,
-    settings: GrpoSettings = GrpoSettings(),
-    overlap_s: float = 0.0,
-) -> StepCost:
-    """One step's cost for ``shape`` from ``request_s``, the judge's seconds per request at the
-    measured concurrency; ``ValueError`` for an unknown shape or a negative time."""
-    if shape not in SHAPES:
-        raise ValueError(f"unknown request shape {shape!r}; choose one of {', '.join(SHAPES)}.")
-    if min(request_s, chunk_s, overlap_s) < 0:
+def project(requests_per_episode: int, request_s: float, settings: GrpoSettings = GrpoSettings()) -> StepCost:
+    """One step's cost from an episode's requests and the judge's seconds per request;
+    ``ValueError`` for a negative count or time."""
+    if requests_per_episode < 0 or request_s < 0:
         raise ValueError(
-            f"times must be >= 0, got request {request_s}, chunk {chunk_s}, overlap {overlap_s}."
+            f"requests per episode and seconds per request must be >= 0, got {requests_per_episode} "
+            f"and {request_s}."
         )
-    burst_s = settings.envs * request_s  # every env's request of one chunk step (or episode end)
-    per_epoch = settings.chunk_steps * burst_s if shape == PER_CHUNK else max(0.0, burst_s - overlap_s)
-    return StepCost(
-        requests=settings.requests(shape),
-        judge_s=settings.requests(shape) * request_s,
-        exposed_s=settings.rollout_epochs * per_epoch,
-        rollout_s=settings.rollout_epochs * settings.chunk_steps * chunk_s,
-    )
+    requests = settings.episodes * requests_per_episode
+    return StepCost(requests=requests, judge_s=requests * request_s)

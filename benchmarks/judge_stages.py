@@ -179,17 +179,19 @@ def model_flops(judge: Judge, jobs: Sequence[ScoreJob]) -> dict[str, float]:
     # does the same arithmetic as explicit matrix products, which it counts.
     for config in configs:
         config._attn_implementation = "eager"
-    with torch.inference_mode():
-        for name, run in (
-            ("vision encoder", lambda: _visual(judge, inputs)),
-            ("whole forward", lambda: judge.model(**inputs)),
-        ):
-            counter = FlopCounterMode(display=False)
-            with counter:
-                run()
-            counted[name] = float(counter.get_total_flops())
-    for config, implementation in zip(configs, shipped, strict=True):
-        config._attn_implementation = implementation
+    try:
+        with torch.inference_mode():
+            for name, run in (
+                ("vision encoder", lambda: _visual(judge, inputs)),
+                ("whole forward", lambda: judge.model(**inputs)),
+            ):
+                counter = FlopCounterMode(display=False)
+                with counter:
+                    run()
+                counted[name] = float(counter.get_total_flops())
+    finally:  # the judge is timed again afterwards: give it back its own attention
+        for config, implementation in zip(configs, shipped, strict=True):
+            config._attn_implementation = implementation
     counted["LM prefill and readout"] = counted["whole forward"] - counted["vision encoder"]
     return counted
 

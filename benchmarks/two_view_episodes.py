@@ -1,7 +1,8 @@
 """Episodes seen by both of LIBERO's cameras, for the benchmarks that send what a policy saw.
 
-RLinf's API reward worker shows its judge the main and the wrist camera
-(:mod:`benchmarks.rlinf_api_request`); this project's client sends the main one. An
+RLinf's API reward example shows its judge a main and an extra camera; on LIBERO, whose env has
+no extra view, the re-creation (:mod:`benchmarks.rlinf_api_request`) shows the main and the wrist
+camera. This project's client sends the main one. An
 :class:`Episode` holds both views' frames, oldest first, from LIBERO's renderer
 (:func:`render_libero`, the main venv) or made up (:func:`synthetic`, anywhere).
 """

@@ -1,44 +1,45 @@
-"""benchmarks.grpo_projection: a request shape's cost per GRPO step at RLinf's libero_10 settings."""
+"""benchmarks.grpo_projection: a way of asking for rewards, per GRPO step at RLinf's libero_10 settings."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.grpo_projection import PER_CHUNK, PER_EPISODE, GrpoSettings, project
+from benchmarks.grpo_projection import GrpoSettings, project
+from benchmarks.rlinf_api_request import PER_CHUNK, per_episode, requests_per_episode
 
 
-def test_rlinf_s_libero_10_settings_give_the_request_counts_of_the_issue() -> None:
+def test_rlinf_s_libero_10_settings() -> None:
+    # libero_10_grpo_openvlaoft.yaml: 64 envs, 16 rollout epochs, 512 steps; chunks of 8 actions.
     settings = GrpoSettings()
-    assert settings.chunk_steps == 64
-    assert (settings.requests(PER_CHUNK), settings.requests(PER_EPISODE)) == (65_536, 1_024)
+    assert (settings.chunk_steps, settings.episodes) == (64, 1_024)
 
 
 @pytest.mark.parametrize(
-    ("shape", "overlap_s", "exposed_s"),
+    ("per_episode_requests", "requests"),
     [
-        (PER_CHUNK, 0.0, 2 * 4 * (3 * 0.5)),  # epochs x chunk steps x (envs x request): every wait
-        (PER_EPISODE, 0.0, 2 * (3 * 0.5)),  # epochs x the last burst
-        (PER_EPISODE, 1.0, 2 * (3 * 0.5 - 1.0)),  # less the overlap
-        (PER_EPISODE, 5.0, 0.0),  # hidden entirely
+        (requests_per_episode(PER_CHUNK, 64), 61_440),  # 60 an episode: nothing below 5 chunk ends
+        (requests_per_episode(per_episode(64), 64), 1_024),
+        (1, 1_024),  # this project: one call per episode end
     ],
-    ids=["per-chunk", "per-episode", "per-episode-overlapped", "per-episode-hidden"],
+    ids=["rlinf-per-chunk", "rlinf-per-episode", "this-project"],
 )
-def test_the_exposed_time_is_what_rewards_add_to_the_rollout(
-    shape: str, overlap_s: float, exposed_s: float
-) -> None:
+def test_requests_per_step(per_episode_requests: int, requests: int) -> None:
+    cost = project(per_episode_requests, request_s=0.5)
+    assert cost.requests == requests
+    assert cost.judge_s == pytest.approx(requests * 0.5)
+
+
+def test_other_settings_scale_the_step() -> None:
     settings = GrpoSettings(envs=3, rollout_epochs=2, max_steps=32, chunk=8)
-    cost = project(shape, request_s=0.5, chunk_s=2.0, settings=settings, overlap_s=overlap_s)
-    assert cost.exposed_s == pytest.approx(exposed_s)
-    assert cost.rollout_s == pytest.approx(2 * 4 * 2.0)
-    assert cost.judge_s == pytest.approx(settings.requests(shape) * 0.5)
-    assert cost.exposed_share == pytest.approx(exposed_s / 16.0)
+    assert settings.chunk_steps == 4
+    assert project(4, request_s=0.25, settings=settings) == project(
+        24, request_s=0.25, settings=GrpoSettings(1, 1)
+    )
 
 
 @pytest.mark.parametrize(
-    ("shape", "request_s", "message"),
-    [("per step", 0.1, "unknown request shape"), (PER_CHUNK, -1.0, "times must be >= 0")],
-    ids=["unknown-shape", "negative-time"],
+    ("count", "request_s"), [(-1, 0.1), (1, -1.0)], ids=["negative-count", "negative-time"]
 )
-def test_bad_input_is_refused(shape: str, request_s: float, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        project(shape, request_s, chunk_s=1.0)
+def test_bad_input_is_refused(count: int, request_s: float) -> None:
+    with pytest.raises(ValueError, match="must be >= 0"):
+        project(count, request_s)

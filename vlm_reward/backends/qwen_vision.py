@@ -153,7 +153,14 @@ def video_input(
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms import functional as tf
 
-    video = torch.from_numpy(clip.frames).permute(0, 3, 1, 2)
+    # qwen-vl-utils resizes the uint8 frames and takes the result as float. The same pixels come
+    # from resizing contiguous float32 frames and rounding (what torchvision does with uint8 off
+    # its uint8 kernel): bit for bit (tests), in about half the time on a CPU (benchmark 14b).
+    video = (
+        torch.from_numpy(clip.frames)
+        .permute(0, 3, 1, 2)
+        .to(torch.float32, memory_format=torch.contiguous_format)
+    )
     count, _, height, width = video.shape
     factor = family.token_side
     floor = _pixel_floor(family, vision_process.VIDEO_MIN_TOKEN_NUM, entry.get("max_pixels"))
@@ -167,7 +174,8 @@ def video_input(
     size = vision_process.smart_resize(
         height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels
     )
-    video = tf.resize(video, list(size), interpolation=InterpolationMode.BICUBIC, antialias=True).float()
+    video = tf.resize(video, list(size), interpolation=InterpolationMode.BICUBIC, antialias=True)
+    video = video.clamp_(0, 255).round_()
     metadata = {
         "fps": clip.fps,
         "frames_indices": list(clip.indices),

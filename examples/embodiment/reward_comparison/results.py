@@ -74,9 +74,9 @@ def summary_lines(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for name, run in runs.items():
         steps = run["steps"]
         reached = first_step_at(steps, MILESTONE)
-        when = f"step {reached}" if reached is not None else "not reached"
+        when = f"at step {reached}" if reached is not None else "not reached"
         lines.append(
-            f"{name}: {_rise_text(steps)}; success >= {MILESTONE:g} at {when}; {_judge_text(steps)}; "
+            f"{name}: {_rise_text(steps)}; success >= {MILESTONE:g} {when}; {_judge_text(steps)}; "
             f"{_time_text(run['time_s'])}"
         )
         if run["guard_tripped_at"] is not None:
