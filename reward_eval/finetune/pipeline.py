@@ -299,6 +299,7 @@ def evaluate(
     from reward_eval.finetune.metrics import judge_block
     from reward_eval.finetune.served_judge import judge_examples
     from reward_eval.finetune.serving_check import serving_check
+    from reward_eval.judge.endpoint import served_backend
 
     held = [x for x in examples if x.held_out]
     train = [x for x in examples if not x.held_out]
@@ -316,6 +317,8 @@ def evaluate(
         "base": judge_block(judged["base"], args.counterfactuals, threshold),
         "fine_tuned": judge_block(judged["fine_tuned"], args.counterfactuals, threshold),
         "readout_vs_server_max_abs_diff": max(diffs) if diffs else None,
-        "serving": serving_check(tuned[len(held) :], outcome.after, args.serving_tolerance),
+        "serving": serving_check(
+            tuned[len(held) :], outcome.after, args.serving_tolerance, served_backend(args)
+        ),
         "judged": judged,
     }

@@ -132,8 +132,8 @@ def serving_blocks(check: Mapping[str, Any] | None) -> list[Block]:
     return [
         Heading("The served fine-tuned judge on its training examples"),
         Para(
-            f"Largest difference from the trainer's readout: {_small(check['max_abs_diff'])}, {verdict} the "
-            f"tolerance {check['tolerance']:g}."
+            f"Served by {check['backend']}. Largest difference from the trainer's readout: "
+            f"{_small(check['max_abs_diff'])}, {verdict} the tolerance {check['tolerance']:g}."
         ),
         Table(("training example", "label", "trainer", "served", "|served - trainer|"), rows),
     ]

@@ -2,7 +2,8 @@
 trainer read them. Pure functions.
 
 After training, the evaluation's server of the fine-tuned checkpoint (the saved, merged weights,
-the server's own decoding, processor and batching) judges every training example too, and the
+the server's own decoding, processor and batching; ``--backend``, by default ``qwen_vl_hf``, the
+backend the trainer's inputs and readout are built from) judges every training example too, and the
 command compares each served score with the trainer's readout of the same example after the last
 epoch (``finetune.json``'s ``train_scores[].after``). Any step that differs between the two paths
 (the inputs, the vision encoder, the readout, the merge, the save) shows up here as a difference in
@@ -25,11 +26,12 @@ from reward_eval.finetune.metrics import separation
 
 
 def serving_check(
-    served: Sequence[Mapping[str, Any]], trainer: Mapping[str, float], tolerance: float
+    served: Sequence[Mapping[str, Any]], trainer: Mapping[str, float], tolerance: float, backend: str
 ) -> dict[str, Any]:
     """The ``serving`` block of the evaluation: every training example's ``trainer`` readout and
     ``served`` score (``None``: the call failed) with their ``diff``; ``max_abs_diff`` over the
-    judged ones, ``fallbacks``, the ``separation`` as served, the ``tolerance`` and ``passed``.
+    judged ones, ``fallbacks``, the ``separation`` as served, the ``backend`` that served, the
+    ``tolerance`` and ``passed``.
 
     ``served`` are the server's judged training examples (``video``, ``source``, ``label``,
     ``score``), ``trainer`` maps each example's video to the trainer's readout."""
@@ -51,6 +53,7 @@ def serving_check(
     largest = max(diffs) if diffs else None
     fallbacks = len(rows) - len(scored)
     return {
+        "backend": backend,
         "tolerance": tolerance,
         "max_abs_diff": largest,
         "fallbacks": fallbacks,
@@ -75,8 +78,9 @@ def skew_message(check: Mapping[str, Any]) -> str | None:
     worst = max(rows, key=lambda r: r["diff"])
     return (
         f"the served fine-tuned judge answers its training examples up to {check['max_abs_diff']:.4f} away "
-        f"from the trainer's readout (tolerance {check['tolerance']:g}; worst: {worst['video']}, trainer "
-        f"{worst['trainer']:.4f}, served {worst['served']:.4f}): what is served is not what was trained"
+        f"from the trainer's readout ({check['backend']} server, tolerance {check['tolerance']:g}; worst: "
+        f"{worst['video']}, trainer {worst['trainer']:.4f}, served {worst['served']:.4f}): what is served "
+        "is not what was trained"
     )
 
 
@@ -94,5 +98,5 @@ def check_line(check: Mapping[str, Any]) -> str:
     verdict = "ok" if check["passed"] else "FAILED"
     return (
         f"served judge on its {n} training examples: largest |served - trainer| {far} "
-        f"(tolerance {check['tolerance']:g}): {verdict}{split}"
+        f"({check['backend']} server, tolerance {check['tolerance']:g}): {verdict}{split}"
     )
