@@ -13,7 +13,10 @@ perturbation, an unsupported or missing base checkpoint, an existing DIR without
 or ``--resume``, a ``--resume`` that does not match its checkpoints); 3 the runs cannot make a data
 set (a run without kept videos, one class only, an empty held-out split); 4 training ended at the
 class prior (the judge answers alike for every video; nothing is written to DIR but
-``finetune.json`` and the report, which say so).
+``finetune.json`` and the report, which say so); 5 the served fine-tuned judge does not answer its
+own training examples as the trainer read them (beyond ``--serving-tolerance``, or a call that
+failed: :mod:`..finetune.serving_check`; the judge is written, and ``finetune.json`` and the report
+say which examples).
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.analysis.perturbations import perturbation_names
-from reward_eval.exit_statuses import EXIT_BAD_DATA, EXIT_CLASS_PRIOR, EXIT_JUDGE_UNAVAILABLE
+from reward_eval.exit_statuses import (
+    EXIT_BAD_DATA,
+    EXIT_CLASS_PRIOR,
+    EXIT_JUDGE_UNAVAILABLE,
+    EXIT_SERVING_SKEW,
+)
 from reward_eval.finetune import settings as defaults
 from reward_eval.finetune.dataset import DataError
 from reward_eval.finetune.pipeline import ResumeError
@@ -53,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fine-tune a Qwen2.5-VL / Qwen3-VL judge on runs' kept episode videos (labels: native "
         "success) and counterfactual negatives, and compare it with its base on held-out episodes. Exit "
         "status: 0 done, 1 judge server unavailable, 2 bad options, 3 unusable data, 4 ended at the class "
-        "prior.",
+        "prior, 5 the served judge does not answer its training examples as trained.",
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run dirs with kept videos")
     p.add_argument("--model", required=True, help="base checkpoint directory (Qwen2.5-VL or Qwen3-VL)")
@@ -145,6 +153,13 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "--concurrency", type=positive_int, default=4, help="calls in parallel (default %(default)s)"
     )
     e.add_argument(
+        "--serving-tolerance",
+        type=unit_interval,
+        default=defaults.DEFAULT_SERVING_TOLERANCE,
+        help="largest difference allowed between the served judge's score of a training example and the "
+        "trainer's readout of it (default %(default)s; beyond it: exit status 5)",
+    )
+    e.add_argument(
         "--request-timeout", type=positive_float, help="seconds per call (default: the env YAML's timeout)"
     )
     e.add_argument(
@@ -200,7 +215,7 @@ def finetune(args: argparse.Namespace) -> int:
         return report_prior(args, summary, outcome.prior_message)
     pipeline.save_judge(judge, args.out)
     if args.evaluate:
-        summary["evaluation"] = pipeline.evaluate(args, examples, args.out, block, outcome.before)
+        summary["evaluation"] = pipeline.evaluate(args, examples, args.out, block, outcome)
     return finish(args, summary)
 
 
@@ -255,13 +270,24 @@ def report_prior(args: argparse.Namespace, summary: dict[str, Any], message: str
 
 
 def finish(args: argparse.Namespace, summary: dict[str, Any]) -> int:
-    """Write ``finetune.json`` and the report; print the table and the command that serves the judge."""
+    """Write ``finetune.json`` and the report; print the table, the serving check and the command
+    that serves the judge; status 5 (and why, on stderr) when the served judge failed the check."""
+    from reward_eval.finetune.serving_check import check_line, skew_message
+
     summary["serve_command"] = serve_command(args)
+    check = summary.get("evaluation", {}).get("serving")
+    skew = None if check is None else skew_message(check)
+    if skew:
+        summary.update(outcome="serving_skew", message=skew)
     write_summary(args.out, summary)
     page = write_report(args.out, summary)
-    if summary.get("evaluation"):
+    if check is not None:
         print(terminal_table(summary["evaluation"]))
+        print(f"[reward-eval] {check_line(check)}")
     print(f"[reward-eval] fine-tuned judge: {args.out} (report: {page})")
+    if skew:
+        print(f"[reward-eval] fine-tune check failed: {skew}.", file=sys.stderr)
+        return EXIT_SERVING_SKEW
     print(f"[reward-eval] serve it: {summary['serve_command']}")
     return EXIT_OK
 

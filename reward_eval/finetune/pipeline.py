@@ -7,7 +7,9 @@
 3. :func:`fine_tune`: the readout of every example before, the training (resumed from the last
    epoch's checkpoint with ``--resume``), the readout after, the class-prior check;
 4. :func:`save_judge`: the merged checkpoint into ``OUT``;
-5. :func:`evaluate`: the base and the fine-tuned judge on real servers, the held-out metrics.
+5. :func:`evaluate`: the base and the fine-tuned judge on real servers, the held-out metrics, and
+   the served fine-tuned judge on its own training examples against the trainer's readout of them
+   (:mod:`.serving_check`).
 
 The command (:mod:`reward_eval.commands.finetune`) owns the options, the messages and the exit
 statuses; the summary these steps fill is what ``finetune.json`` holds.
@@ -62,11 +64,13 @@ class TrainedJudge:
 
 @dataclass
 class Outcome:
-    """What :func:`fine_tune` found: the training block of the summary and the class-prior verdict."""
+    """What :func:`fine_tune` found: the training block of the summary, the class-prior verdict and
+    the readouts the evaluation compares its servers with."""
 
     training: dict[str, Any]
     prior_message: str | None = None
-    before: dict[str, float] = field(default_factory=dict)
+    before: dict[str, float] = field(default_factory=dict)  # held-out video -> the base's readout
+    after: dict[str, float] = field(default_factory=dict)  # training video -> the trained readout
 
 
 def hard_negative_lookup(episodes: Sequence[RunEpisode]) -> Any:
@@ -251,7 +255,8 @@ def fine_tune(
         **score_blocks(train_set, readouts["train_before"], after),
     }
     held = dict(zip([x.video for x in examples if x.held_out], readouts["held_out_before"], strict=True))
-    return Outcome(training, at_class_prior(loss, floor, after), held)
+    trained = dict(zip([x.video for x in train_set], after, strict=True))
+    return Outcome(training, at_class_prior(loss, floor, after), held, trained)
 
 
 def score_blocks(
@@ -284,28 +289,36 @@ def evaluate(
     examples: Sequence[Example],
     out: Path,
     block: Mapping[str, Any],
-    before: Mapping[str, float],
+    outcome: Outcome,
 ) -> dict[str, Any]:
-    """Both judges on real servers over the held-out examples: the summary's evaluation block
-    (``base``, ``fine_tuned``: :func:`.metrics.judge_block`; ``threshold``; the largest difference
-    between the server's base scores and the training's readout of the same examples)."""
+    """Both judges on real servers: the summary's evaluation block (``base``, ``fine_tuned``:
+    :func:`.metrics.judge_block` over the held-out examples; ``threshold``; the largest difference
+    between the server's base scores and the training's readout of the same examples; ``serving``:
+    the fine-tuned server on the training examples against the trainer's readout,
+    :func:`.serving_check.serving_check`)."""
     from reward_eval.finetune.metrics import judge_block
     from reward_eval.finetune.served_judge import judge_examples
+    from reward_eval.finetune.serving_check import serving_check
+    from reward_eval.judge.endpoint import served_backend
 
     held = [x for x in examples if x.held_out]
+    train = [x for x in examples if not x.held_out]
     threshold = float(block["success_threshold"])
     logs = out / REPORT_DIR
-    judged = {
-        "base": judge_examples(args, str(args.model), held, block, logs / "server_base.log", "base judge"),
-        "fine_tuned": judge_examples(
-            args, str(out), held, block, logs / "server_fine_tuned.log", "fine-tuned judge"
-        ),
-    }
-    diffs = [abs(j["score"] - before[j["video"]]) for j in judged["base"] if j["score"] is not None]
+    base = judge_examples(args, str(args.model), held, block, logs / "server_base.log", "base judge")
+    # One server of the fine-tuned judge for both: the held-out examples, then its training ones.
+    tuned = judge_examples(
+        args, str(out), held + train, block, logs / "server_fine_tuned.log", "fine-tuned judge"
+    )
+    judged = {"base": base, "fine_tuned": tuned[: len(held)]}
+    diffs = [abs(j["score"] - outcome.before[j["video"]]) for j in base if j["score"] is not None]
     return {
         "threshold": threshold,
         "base": judge_block(judged["base"], args.counterfactuals, threshold),
         "fine_tuned": judge_block(judged["fine_tuned"], args.counterfactuals, threshold),
         "readout_vs_server_max_abs_diff": max(diffs) if diffs else None,
+        "serving": serving_check(
+            tuned[len(held) :], outcome.after, args.serving_tolerance, served_backend(args)
+        ),
         "judged": judged,
     }

@@ -2,9 +2,10 @@
 
 The page and the terminal table come from the same summary (the dict written to
 ``finetune.json``): the data (runs, counts per split, class and source), the split, the
-hyper-parameters, the loss curve (a PNG beside the page) and the base and the fine-tuned judge side
+hyper-parameters, the loss curve (a PNG beside the page), the base and the fine-tuned judge side
 by side on the held-out examples (AUROC, Brier, best F1 and its threshold, the audit's positive
-rate per row). The page is built from :mod:`..report.document`'s blocks like every report here.
+rate per row) and the served fine-tuned judge on its training examples beside the trainer's
+readout of them. The page is built from :mod:`..report.document`'s blocks like every report here.
 """
 
 from __future__ import annotations
@@ -101,9 +102,41 @@ def report_blocks(summary: Mapping[str, Any]) -> list[Block]:
         blocks += [
             Heading("Base and fine-tuned judge on the held-out examples"),
             Table(("metric", "base", "fine-tuned"), tuple(comparison_rows(summary["evaluation"]))),
+            *serving_blocks(summary["evaluation"].get("serving")),
             Para(f"Serve the fine-tuned judge: {summary['serve_command']}"),
         ]
     return blocks
+
+
+def _small(value: float | None) -> str:
+    """A difference that may be tiny (1e-7) or large (0.98), readable either way."""
+    return "n/a" if value is None else f"{value:.2g}"
+
+
+def serving_blocks(check: Mapping[str, Any] | None) -> list[Block]:
+    """The fine-tune's check of itself (:mod:`.serving_check`): every training example as the
+    trainer read it and as the served judge scored it."""
+    if check is None:
+        return []
+    rows = tuple(
+        (
+            r["video"],
+            "success" if r["label"] else "failure",
+            num(r["trainer"]),
+            num(r["served"]),
+            num(r["diff"]),
+        )
+        for r in check["examples"]
+    )
+    verdict = "within" if check["passed"] else "NOT within"
+    return [
+        Heading("The served fine-tuned judge on its training examples"),
+        Para(
+            f"Served by {check['backend']}. Largest difference from the trainer's readout: "
+            f"{_small(check['max_abs_diff'])}, {verdict} the tolerance {check['tolerance']:g}."
+        ),
+        Table(("training example", "label", "trainer", "served", "|served - trainer|"), rows),
+    ]
 
 
 def write_report(out: Path, summary: Mapping[str, Any], extra: Sequence[Block] = ()) -> Path:

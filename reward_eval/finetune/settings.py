@@ -32,6 +32,13 @@ DEFAULT_GRAD_ACCUM = 8
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_ALPHA = 32.0
 DEFAULT_HOLDOUT_FRACTION = 0.25
+# How far the served fine-tuned judge may answer a training example from the trainer's own readout
+# of it (:mod:`.serving_check`). The trainer prepares its inputs with the qwen_vl_hf backend's own
+# steps, and the float32 qwen_vl_hf server (the evaluation's default) reproduces its readout to
+# ~1e-7 (finetune.json's serving.max_abs_diff and readout_vs_server_max_abs_diff); a skew between
+# training and serving moves an example from one class to the other (P(yes) 0.99 -> 0.01), far
+# beyond this.
+DEFAULT_SERVING_TOLERANCE = 0.02
 
 
 def resolve_method(method: str, parameters: int) -> str:

@@ -42,8 +42,9 @@ EXPERT_MAX_STEPS = 344
 EXPERT_CAMERA = 128
 # The flow-through test's env YAML: its judge-facing reward_model keys (judge_facing_keys()) all
 # set off their defaults, its success threshold too; every path that judges must send these.
+# nframes is above the default 16, so the kept videos let the fine-tune's tests ask the default request.
 FLOW_REWARD_MODEL: dict[str, Any] = {
-    "nframes": 12,
+    "nframes": 20,
     "max_pixels": 12544,
     "video_fps": 5.0,
     "native_frame_size": True,

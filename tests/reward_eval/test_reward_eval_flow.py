@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from reward_eval.exit_statuses import EXIT_SERVING_SKEW
 from tests.reward_eval.conftest import (
     FLOW_OPTION,
     FLOW_REWARD_MODEL,
@@ -173,7 +174,12 @@ def test_finetune_trains_and_serves_what_the_env_asks(
         *("--server-kwargs", json.dumps({"log_path": str(log)}), "--backend-kwargs", json.dumps(FLOW_OPTION)),
         *("--counterfactuals", "reversed"),  # the fewest examples that train past the class prior
     )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # The served "fine-tuned judge" is the recorder (P(yes) 0.7 for every video), not the trained
+    # weights: the fine-tune's check of itself must catch it (exit 5) after judging everything.
+    assert result.returncode == EXIT_SERVING_SKEW, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (
+        "fine-tune check failed: the served fine-tuned judge answers its training examples" in result.stderr
+    )
     request = json.loads((out / "finetune.json").read_text())["hyper_parameters"]["request"]
     assert_asked_as_the_yaml_says(
         "finetune training inputs", [{**request, "video_frames": request["nframes"]}]

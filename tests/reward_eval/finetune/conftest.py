@@ -2,9 +2,10 @@
 
 - ``expert_run`` (``tests/reward_eval/conftest.py``): the scripted expert's two successes and
   near miss in the real LIBERO simulator, once a session.
-- :func:`small_judge_config`: the env YAML with the judge shown 8 frames of at most 12,544 pixels
-  (16 visual tokens a frame): the same request in training and on the servers, ~20 ms per
-  training example on the tiny judges.
+- :func:`small_judge_config`: the env YAML with the judge shown the default request's 16 frames
+  (``DEFAULT_NFRAMES``), each of at most 12,544 pixels (16 visual tokens a frame, where the
+  default 200,704 would upscale LIBERO's frames to ~1,400 prompt tokens and a training step to
+  ~1.5 s): the same request in training and on the servers.
 - :func:`make_run`: a hand-made run dir of small synthetic videos, for the checks of bad input.
 """
 
@@ -20,9 +21,10 @@ from omegaconf import OmegaConf
 from reward_eval.job.env_config import load_env_config
 from reward_eval.job.paths import ENV_CONFIG
 from tests.conftest import moving_square_frames
+from vlm_reward.protocol import DEFAULT_NFRAMES
 from vlm_reward.video_io import encode_mp4
 
-SMALL_JUDGE = {"nframes": 8, "max_pixels": 12544}
+SMALL_JUDGE = {"nframes": DEFAULT_NFRAMES, "max_pixels": 12544}
 TASK_TEXT = "put both the alphabet soup and the tomato sauce in the basket"
 
 

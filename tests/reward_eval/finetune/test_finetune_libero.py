@@ -7,6 +7,8 @@ fine-tuned checkpoint on the vLLM engine; a training killed mid-way and resumed.
 The data: initial states 0 (success, zero failure), 1 (near miss, zero failure) and 2 (success);
 state 0 is held out with the seed-0 split, so training sees one success, its five counterfactuals
 and two failures, and the held-out split one success, its five counterfactuals and a failure.
+The request is the default one's 16 frames (of the expert run's 20-frame videos) at a small
+``max_pixels`` (:data:`SMALL_JUDGE`), in training and on the servers.
 """
 
 from __future__ import annotations
@@ -101,12 +103,14 @@ def test_the_expert_run_has_two_successes_and_a_near_miss(expert_run: EvalRun) -
 # training success reads as one and its negatives (the counterfactuals and the two failures) as
 # zero.
 FLOOR_FRACTION = 0.1
-# Pinned, exact for an untrained seeded model (the same on every CPU to well within the
-# tolerance): the base judge's held-out AUROC and Brier score, and the audit's rate of every row
-# (the same for all seven rows). The Qwen2.5-VL base calls everything a failure at 0.5 (P(yes)
-# ~0.46, its differences between videos far below the threshold), the Qwen3-VL base everything a
-# success.
-BASE = {"qwen2_5_vl": (0.1667, 0.2225, 0.0), "qwen3_vl": (0.3333, 0.2601, 1.0)}
+# The untrained seeded base judges on the held-out split, what holds on any x86-64 CPU: their
+# P(yes) of the seven examples lie within BASE_SPREAD of each other, so their order (and with it the
+# AUROC, a rank statistic over near-ties) moves with the CPU's kernels and is not pinned; the
+# Brier score, a mean of squares, moves with the scores themselves (~1e-6) and is pinned; the
+# Qwen2.5-VL base calls everything a failure at 0.5 (P(yes) ~0.46), the Qwen3-VL base everything a
+# success (the audit's rate of every row).
+BASE_SPREAD = 0.01
+BASE = {"qwen2_5_vl": (0.2226, 0.0), "qwen3_vl": (0.2616, 1.0)}
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
@@ -141,6 +145,33 @@ def test_the_default_fine_tune_leaves_the_class_prior_and_separates_the_training
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_the_served_fine_tuned_judge_answers_its_training_examples_as_trained(
+    judges: dict[str, FineTune], family: str
+) -> None:
+    """The fine-tune's check of itself, on the real ``qwen_vl_hf`` server of the saved checkpoint:
+    every training example scored as the trainer read it, so the training success is above every
+    training failure as served (issue 43: served 0.01 where the trainer read 0.99)."""
+    judge = judges[family]
+    check = judge.summary["evaluation"]["serving"]
+    assert [r["source"] for r in check["examples"]] == [
+        s["source"] for s in judge.summary["training"]["train_scores"]
+    ]
+    assert check["fallbacks"] == 0 and check["max_abs_diff"] < 1e-4 and check["passed"]
+    served = check["separation"]
+    assert served["min_success"] > 0.9 > 0.1 > served["max_failure"], (
+        "the training episodes separate as served"
+    )
+    assert any(
+        line.startswith("[reward-eval] served judge on its 8 training examples")
+        for line in judge.stdout.splitlines()
+    )
+    assert (
+        "The served fine-tuned judge on its training examples"
+        in (judge.out / "finetune" / "report.html").read_text()
+    )
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
 def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     judges: dict[str, FineTune], family: str
 ) -> None:
@@ -149,8 +180,10 @@ def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     base, tuned = evaluation["base"], evaluation["fine_tuned"]
     assert base["n"] == tuned["n"] == 7 and base["fallbacks"] == tuned["fallbacks"] == 0
     assert set(base["audit"]) == set(tuned["audit"]) == set(SOURCES)
-    auroc, brier, rate = BASE[family]
-    assert (base["auroc"], base["brier"]) == (pytest.approx(auroc, abs=1e-3), pytest.approx(brier, abs=2e-3))
+    brier, rate = BASE[family]
+    scores = [j["score"] for j in evaluation["judged"]["base"]]
+    assert max(scores) - min(scores) < BASE_SPREAD, "near-ties: the base's AUROC is not a property"
+    assert 0.0 <= base["auroc"] <= 1.0 and base["brier"] == pytest.approx(brier, abs=2e-3)
     assert set(base["audit"].values()) == {rate}
     # The fine-tuned judge: its metrics are computed and written, nothing more holds on every CPU.
     # Trained on one success, what it calls the held-out examples depends on the kernels (AVX-512:
