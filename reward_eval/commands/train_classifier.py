@@ -50,7 +50,6 @@ from vlm_reward.exit_statuses import EXIT_OK
 from vlm_reward.protocol import DEFAULT_NFRAMES
 from vlm_reward.verdict import DEFAULT_SUCCESS_THRESHOLD
 
-EPISODE_SOURCES = ("original", "failure")  # the measured episodes themselves, not counterfactuals
 DEFAULTS = ClassifierConfig()  # the classifier's defaults are its config's (chosen there, by measurement)
 # Six epochs of every labelled frame of the shipped set's training episodes take about a minute on
 # a quiet machine here (benchmark 15); ten gave the same held-out numbers.
@@ -202,6 +201,7 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     import torch
 
     from reward_eval.classifier import held_out
+    from reward_eval.classifier.evaluation import judged_block, trained_measures
     from reward_eval.classifier.training import (
         Schedule,
         fitted_loss,
@@ -239,6 +239,7 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         "irreducible_loss": irreducible,
         "loading_seconds": loading,
     }
+    judging = (args.counterfactuals, args.threshold)
     summary = {
         "outcome": "done",
         "message": "",
@@ -248,9 +249,9 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         "hyper_parameters": hyper_parameters(args, config, schedule),
         "training": training,
         "evaluation": {
-            **evaluation(args, before["held_out"], after["held_out"]),
-            **({"test": evaluation(args, before["test"], after["test"])} if "test" in measured else {}),
-            **trained_measures(args, model, config, measured, after),
+            **judged_block(before["held_out"], after["held_out"], *judging),
+            **({"test": judged_block(before["test"], after["test"], *judging)} if "test" in measured else {}),
+            **trained_measures(model, config, measured, after, args.target, args.threshold),
         },
     }
     # Above the target's own floor, so a graded target's 0.5 frames do not count as "at the prior".
@@ -262,30 +263,6 @@ def train_and_measure(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     return model, summary
 
 
-def trained_measures(
-    args: argparse.Namespace,
-    model: Any,
-    config: ClassifierConfig,
-    measured: dict[str, Any],
-    after: dict[str, list[Any]],
-) -> dict[str, Any]:
-    """The trained classifier's frame measures per measured split and its judged successes per
-    policy variant over all of them (:mod:`..classifier.measures`)."""
-    from reward_eval.classifier import frame_data, held_out, measures
-
-    target = get_target(args.target)
-    frames = {}
-    for split, m in measured.items():
-        scores = held_out.frame_scores(model, config, m["videos"])
-        served = [e.served for e in m["episodes"]]
-        fractions = [g for f in served for g in f.goal_fraction]
-        labels = [label for f in served for label in frame_data.frame_labels(f, target)]
-        frames[split] = measures.frame_block(scores, fractions, labels)
-    variants = {e.served.video: e.variant or e.policy for m in measured.values() for e in m["episodes"]}
-    judged = [case for split in measured for case in after[split]]
-    return {"frames": frames, "variants": measures.variant_block(judged, variants, args.threshold)}
-
-
 def hyper_parameters(args: argparse.Namespace, config: ClassifierConfig, schedule: Any) -> dict[str, Any]:
     """The summary's hyper-parameters: the classifier's config, the schedule, the data options."""
     extra = {
@@ -294,24 +271,6 @@ def hyper_parameters(args: argparse.Namespace, config: ClassifierConfig, schedul
         "device": args.device,
     }
     return {**asdict(config), **asdict(schedule), **extra}
-
-
-def evaluation(args: argparse.Namespace, before: list[Any], after: list[Any]) -> dict[str, Any]:
-    """The summary's evaluation block in the fine-tune's shape: untrained (``base``) and trained."""
-    from reward_eval.analysis.calibration import calibration
-    from reward_eval.finetune.metrics import judge_block
-
-    def episodes_auroc(judged: list[Any]) -> float | None:
-        episodes = [j for j in judged if j["source"] in EPISODE_SOURCES]
-        return calibration([j["score"] for j in episodes], [j["label"] for j in episodes])["auroc"]
-
-    return {
-        "threshold": args.threshold,
-        "base": judge_block(before, args.counterfactuals, args.threshold),
-        "fine_tuned": judge_block(after, args.counterfactuals, args.threshold),
-        "episodes_auroc": {"base": episodes_auroc(before), "fine_tuned": episodes_auroc(after)},
-        "judged": {"base": before, "fine_tuned": after},
-    }
 
 
 def save(args: argparse.Namespace, model: Any, summary: dict[str, Any]) -> None:

@@ -54,7 +54,7 @@ def finish_report(
 
     The summary gets the command lines that re-render this run's report at its best thresholds
     (:mod:`..report.threshold_hint`), ``trained_on`` when a classifier judged episodes on its own
-    training states (:mod:`..classifier.trained_states`, said on the terminal too),
+    training states (:mod:`.trained_on`, said on the terminal too),
     ``frame_progress`` when the judge answered per-frame scores (:mod:`..analysis.frame_progress`)
     and the sections in ``extra`` (``rescore --prefixes``: ``progress``; ``run``: ``audit``).
     Raises ``RuntimeError`` when the run dir has no episode log (nothing was scored).
@@ -62,7 +62,7 @@ def finish_report(
     from reward_eval.analysis.frame_progress import summarize_frame_progress
     from reward_eval.analysis.judges import backend_of, evaluation_title, judge_text, mixed_warning
     from reward_eval.analysis.metrics import summarize
-    from reward_eval.classifier.trained_states import trained_on_block, trained_on_line
+    from reward_eval.job.trained_on import trained_on_block
     from reward_eval.report.audit import audit_lines
     from reward_eval.report.calibration import calibration_lines
     from reward_eval.report.evaluation import write_report
@@ -70,6 +70,7 @@ def finish_report(
     from reward_eval.report.progress import progress_lines
     from reward_eval.report.table import format_table
     from reward_eval.report.threshold_hint import add_report_hints
+    from reward_eval.report.trained_on import trained_on_line
 
     logs = episode_logs(run_dir)
     if not logs:

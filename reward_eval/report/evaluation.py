@@ -18,7 +18,6 @@ from typing import Any
 
 from reward_eval.analysis.judges import backend_of, judge_kind, judge_text, mixed_warning
 from reward_eval.analysis.metrics import Record, as_records
-from reward_eval.classifier.trained_states import trained_on_line
 from reward_eval.report import plots
 from reward_eval.report.audit import audit_section
 from reward_eval.report.calibration import calibration_section
@@ -37,6 +36,7 @@ from reward_eval.report.frame_progress import frame_progress_section
 from reward_eval.report.progress import progress_section
 from reward_eval.report.provenance import RANDOM_MODEL_WARNING, provenance_section
 from reward_eval.report.table import check_summary, num, pct
+from reward_eval.report.trained_on import trained_on_line
 from vlm_reward.client.episode_record import EpisodeRecord
 
 # ----------------------------------------------------------------------------- report sections

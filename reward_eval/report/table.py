@@ -38,7 +38,7 @@ def format_table(summary: Mapping[str, Any]) -> str:
     Columns: task, n, native SR, VLM SR, agreement, F1, AUROC, fallbacks, task text. VLM SR,
     agreement, F1 and AUROC are over the judged (non-fallback) episodes. A summary with
     ``trained_on`` (episodes a classifier judged on its own training states:
-    :mod:`reward_eval.classifier.trained_states`) flags their tasks with ``*`` and adds the overall
+    :mod:`reward_eval.job.trained_on`) flags their tasks with ``*`` and adds the overall
     row without them.
     """
     check_summary(summary)

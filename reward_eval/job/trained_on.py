@@ -1,16 +1,15 @@
-"""Episodes a classifier judges on the initial states it was trained on: found, and said.
+"""Episodes a classifier judged on the initial states it was trained on: found in a run.
 
 A frame classifier trained on a scene's frames has seen that scene: its score of an episode that
 starts from one of its training states (``task``, ``trial``) is not a measurement on unseen data.
 ``bash scripts/run.sh --episodes-per-task 4`` (or ``--tasks 0,1,7``) plays such states for the
-set-up classifier (task 0 trial 3, task 1 trial 3, task 7 trials 0-1 are training states of the
-shipped set). A checkpoint records its training states (``classifier.json``'s ``trained_on``,
-written by ``train-classifier``); one without them names the labelled set it was trained on
-(``data``), whose train split says the same. :func:`trained_on_block` finds the episodes of a run
-dir judged on them by a local ``resnet`` checkpoint: the run's summary then carries
-``trained_on`` (the episodes, their states, and the overall numbers without them), which the
-terminal table, the side-by-side table and the report flag with the words "trained on". A judge
-behind ``--endpoint`` is not known here and nothing is marked.
+set-up classifier. ``train-classifier`` records a checkpoint's training states
+(``classifier.json``'s ``trained_on``). :func:`trained_on_block` finds the episodes of a run judged
+on them by a local ``resnet`` checkpoint: the run's summary then carries ``trained_on`` (the
+episodes, their states, and the overall numbers without them), which the terminal table, the
+side-by-side table and the report flag with the words "trained on"
+(:mod:`reward_eval.report.trained_on`). A judge behind ``--endpoint`` is not known here, and a
+checkpoint that does not record its states is not marked.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 from reward_eval.analysis.metrics import summarize
 from reward_eval.job.settings import RunSettings
-from reward_eval.report.table import num, pct
 from vlm_reward.backends.resnet_checkpoint import CONFIG_FILE
 from vlm_reward.client.episode_record import EpisodeRecord
 
@@ -30,30 +28,16 @@ BACKEND = "resnet"
 
 
 def trained_states(checkpoint: str | Path) -> frozenset[tuple[int, int]] | None:
-    """The ``(task, trial)`` states ``checkpoint`` was trained on (see the module docstring), or
-    ``None`` when neither it nor its data says (not a checkpoint, its data gone)."""
-    from reward_eval.classifier.labelled_set import load_set
-
+    """The ``(task, trial)`` states ``checkpoint`` was trained on (``classifier.json``'s
+    ``trained_on``), or ``None`` when it does not say (not a checkpoint, or one written before
+    ``train-classifier`` recorded them)."""
     try:
         config = json.loads((Path(checkpoint) / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    if "trained_on" in config:
-        return frozenset((int(task), int(trial)) for task, trial in config["trained_on"])
-    try:
-        return frozenset(e.state for e in load_set(config["data"]).split("train"))
-    except (KeyError, TypeError, ValueError):
+    if not isinstance(config, dict) or "trained_on" not in config:
         return None
-
-
-def states_text(states: Sequence[tuple[int, int]]) -> str:
-    """``task 7 trials 0, 1; task 0 trial 3``: states grouped by task, in task order."""
-    tasks: dict[int, list[int]] = {}
-    for task, trial in sorted(states):
-        tasks.setdefault(task, []).append(trial)
-    return "; ".join(
-        f"task {t} trial{'s' if len(k) > 1 else ''} {', '.join(map(str, k))}" for t, k in tasks.items()
-    )
+    return frozenset((int(task), int(trial)) for task, trial in config["trained_on"])
 
 
 def trained_on_block(records: Sequence[EpisodeRecord], settings: RunSettings) -> dict[str, Any] | None:
@@ -81,22 +65,6 @@ def trained_on_block(records: Sequence[EpisodeRecord], settings: RunSettings) ->
         "per_task": per_task,
         "without": summarize(rest)["overall"] if rest else None,
     }
-
-
-def trained_on_line(block: dict[str, Any], total: int) -> str:
-    """One sentence for the terminal and the report."""
-    states = states_text([tuple(s) for s in block["states"]])
-    without = block["without"]
-    rest = (
-        "every episode is one of them"
-        if without is None
-        else f"without them ({without['n_episodes']} episodes): AUROC {num(without['auroc'])}, "
-        f"agreement {pct(without['agreement'])}"
-    )
-    return (
-        f"trained on: {len(block['episodes'])} of {total} episodes start from initial states the "
-        f"classifier was trained on ({states}), so their scores measure nothing unseen; {rest}."
-    )
 
 
 def _state(record: EpisodeRecord) -> tuple[int, int] | None:

@@ -1,6 +1,6 @@
-"""Episodes a classifier judges on its own training states: found from its checkpoint (or its data),
-said with the words "trained on" in the run's output, flagged in the tables. Milliseconds but the
-report's plots (~2 s)."""
+"""Episodes a classifier judges on its own training states: found from its checkpoint, said with the
+words "trained on" in the run's output, flagged in the tables. Milliseconds but the report's plots
+(~2 s)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from reward_eval.analysis.metrics import summarize
-from reward_eval.classifier.labelled_set import LabelledEpisode, LabelledFrames, write_manifest
-from reward_eval.classifier.trained_states import states_text, trained_on_block, trained_states
 from reward_eval.job.run_dir import finish_report
 from reward_eval.job.settings import RunSettings
+from reward_eval.job.trained_on import trained_on_block, trained_states
 from reward_eval.report.side_by_side import table
 from reward_eval.report.table import format_table
+from reward_eval.report.trained_on import states_text
 from vlm_reward.backends.resnet_checkpoint import CONFIG_FILE
 from vlm_reward.client.episode_log import episode_log_path, write_episode_log
 from vlm_reward.client.episode_record import EpisodeRecord
@@ -41,31 +41,17 @@ def records() -> list[EpisodeRecord]:
     ]  # fmt: skip
 
 
-def old_checkpoint(tmp_path: Path) -> Path:
-    """A checkpoint written before ``trained_on``: its labelled set's train split says."""
-    data = tmp_path / "data"
-    data.mkdir()
-    frames = LabelledFrames("v.mp4", (0, 5), (False, True), (0.0, 1.0))
-    (data / "v.mp4").write_bytes(b"")
-    episodes = [
-        LabelledEpisode(t, "x", k, "expert", {}, 1, True, 5, split, frames)
-        for t, k, split in [(7, 0, "train"), (7, 1, "train"), (0, 3, "train"), (0, 0, "held_out")]
-    ]
-    write_manifest(data, episodes, {})
-    return checkpoint(tmp_path / "old", {"data": str(data), "held_out": ["task 0 trial 0"]})
-
-
 @pytest.mark.parametrize(
     ("make", "states"),
     [
         (lambda root: checkpoint(root / "new", {"trained_on": TRAINED}), {(0, 3), (7, 0), (7, 1)}),
-        (old_checkpoint, {(0, 3), (7, 0), (7, 1)}),
-        (lambda root: checkpoint(root / "lost", {"data": str(root / "gone")}), None),
+        # written before train-classifier recorded them: not known, nothing is marked
+        (lambda root: checkpoint(root / "old", {"data": str(root / "data")}), None),
         (lambda root: root, None),
     ],
-    ids=["recorded", "from-its-data", "data-gone", "not-a-checkpoint"],
+    ids=["recorded", "not-recorded", "not-a-checkpoint"],
 )
-def test_trained_states_are_recorded_or_derived_from_the_data(tmp_path: Path, make, states) -> None:
+def test_trained_states_are_what_the_checkpoint_records(tmp_path: Path, make, states) -> None:
     assert trained_states(make(tmp_path)) == states
 
 
