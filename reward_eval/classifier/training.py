@@ -27,7 +27,6 @@ counts the steps and shows the loss.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from reward_eval.classifier.frame_data import FrameTensors
+from reward_eval.finetune.readout import binary_entropy
 from reward_eval.progress_bar import progress_bar
 
 
@@ -78,14 +78,14 @@ def balanced_draw(labels: np.ndarray, seed: int, epoch: int) -> np.ndarray:
 def prior_floor(labels: np.ndarray) -> float:
     """The loss of the best constant answer under :func:`balanced_draw` (see the module
     docstring): the entropy of the mean over the label values, in nats."""
-    return _entropy(float(np.unique(labels).mean()))
+    return binary_entropy(float(np.unique(labels).mean()))
 
 
 def irreducible_loss(labels: np.ndarray) -> float:
     """The loss no model goes below under :func:`balanced_draw`: the mean over the label values of
     each value's own entropy (0 for a 0/1 target; ``ln 2 / 3`` for ``goal_fraction``'s 0, 0.5, 1,
     since a frame labelled 0.5 costs ``ln 2`` even when predicted exactly)."""
-    return float(np.mean([_entropy(float(v)) for v in np.unique(labels)]))
+    return float(np.mean([binary_entropy(float(v)) for v in np.unique(labels)]))
 
 
 def fitted_loss(labels: np.ndarray, probabilities: np.ndarray) -> float:
@@ -96,12 +96,6 @@ def fitted_loss(labels: np.ndarray, probabilities: np.ndarray) -> float:
     y = np.asarray(labels, dtype=np.float64)
     loss = -(y * np.log(p) + (1 - y) * np.log(1 - p))
     return float(np.mean([loss[y == v].mean() for v in np.unique(y)]))
-
-
-def _entropy(q: float) -> float:
-    if q in (0.0, 1.0):
-        return 0.0
-    return -(q * math.log(q) + (1 - q) * math.log(1 - q))
 
 
 def shifted(images: Any, shift: int, rng: np.random.Generator) -> Any:

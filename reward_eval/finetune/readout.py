@@ -74,10 +74,15 @@ def prior_floor(labels: Sequence[bool], weights: Sequence[float]) -> float:
     """The weighted loss of the best constant judge: the entropy of the positive class's weighted
     share (``ln 2`` when the weights balance the classes)."""
     total = sum(weights)
-    share = sum(w for label, w in zip(labels, weights, strict=True) if label) / total
-    if share in (0.0, 1.0):
+    return binary_entropy(sum(w for label, w in zip(labels, weights, strict=True) if label) / total)
+
+
+def binary_entropy(q: float) -> float:
+    """The entropy of a yes/no answer with P(yes) = ``q``, in nats: the binary cross-entropy of
+    the constant answer ``q`` against labels whose mean is ``q`` (0 at 0 and 1)."""
+    if q in (0.0, 1.0):
         return 0.0
-    return -(share * math.log(share) + (1 - share) * math.log(1 - share))
+    return -(q * math.log(q) + (1 - q) * math.log(1 - q))
 
 
 def at_class_prior(
