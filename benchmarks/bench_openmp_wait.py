@@ -1,0 +1,105 @@
+"""Benchmark (issue 43, CI time): OpenMP's wait policy when two torch processes share the CPU.
+
+The suite runs its two parts side by side, set-up trains the classifier beside the vLLM venv's
+install, and the main job runs its judge beside LIBERO. torch's wheels use GNU OpenMP, whose idle
+threads spin before they sleep (``OMP_WAIT_POLICY`` unset or ``ACTIVE``); ``scripts/openmp.sh``
+sets ``PASSIVE`` for all three. This measures why: a training workload (RLinf's ResNet classifier,
+the network ``train-classifier`` trains, a few AdamW steps) in a process of its own, alone and
+beside a busy neighbour (a torch process multiplying matrices), under each policy, both processes
+with torch's default threads. Each contender starts fresh processes; the workload reports its own
+seconds (imports and model building left out). Interleaved, rotating order; ratios per repetition.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_openmp_wait.py [--repeats 3] [--steps 20]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+
+from benchmarks.harness import REPO, Row, Stats, header, interleave, parse_args, print_table, ratios
+
+POLICIES = ("ACTIVE", "PASSIVE")
+TIMEOUT_S = 900
+
+WORKLOAD = """
+import sys, time, torch
+from vlm_reward.backends.resnet_checkpoint import ClassifierConfig, build_model
+torch.manual_seed(0)
+model = build_model(ClassifierConfig(image_size=64)).train()
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+images, labels = torch.rand(16, 3, 64, 64), (torch.arange(16) % 2).float()
+start = time.perf_counter()
+for _ in range(int(sys.argv[1])):
+    loss = model(images, labels)["loss"]
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+print(time.perf_counter() - start)
+"""
+
+NEIGHBOUR = """
+import torch
+x = torch.randn(256, 256)
+while True:
+    torch.relu(x @ x * 1e-3)
+"""
+
+
+def _env(policy: str) -> dict[str, str]:
+    return {**os.environ, "OMP_WAIT_POLICY": policy, "PYTHONPATH": str(REPO)}
+
+
+def measure(policy: str, beside: bool, steps: int) -> Callable[[], float]:
+    """Seconds of ``steps`` training steps under ``policy``, alone or beside the busy neighbour."""
+
+    def run() -> float:
+        neighbour = None
+        if beside:
+            neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR], env=_env(policy))
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", WORKLOAD, str(steps)],
+                env=_env(policy),
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                check=True,
+            )
+        finally:
+            if neighbour is not None:
+                neighbour.kill()
+                neighbour.wait(timeout=60)
+        return float(out.stdout.strip().splitlines()[-1])
+
+    return run
+
+
+def main() -> None:
+    args = parse_args(
+        __doc__.splitlines()[0], repeats=3, add=lambda p: p.add_argument("--steps", type=int, default=20)
+    )
+    header("OpenMP's wait policy: a training workload alone and beside a busy torch process")
+    measures = {
+        f"{'beside' if beside else 'alone'} {policy}": measure(policy, beside, args.steps)
+        for beside in (False, True)
+        for policy in POLICIES
+    }
+    samples = interleave(measures, args.repeats)
+    print_table(
+        f"{args.steps} training steps (s)", [Row(name, Stats.of(s), "s") for name, s in samples.items()]
+    )
+    pairs = {
+        "beside: ACTIVE / PASSIVE": ("beside ACTIVE", "beside PASSIVE"),
+        "alone: PASSIVE / ACTIVE": ("alone PASSIVE", "alone ACTIVE"),
+        "PASSIVE: beside / alone": ("beside PASSIVE", "alone PASSIVE"),
+        "ACTIVE: beside / alone": ("beside ACTIVE", "alone ACTIVE"),
+    }
+    rows = [Row(label, Stats.of(ratios(samples[a], samples[b])), "x") for label, (a, b) in pairs.items()]
+    print_table("ratios (per repetition)", rows)
+
+
+if __name__ == "__main__":
+    main()
