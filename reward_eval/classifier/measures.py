@@ -20,17 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from reward_eval.analysis.frame_progress import pearson
 from vlm_reward.verdict import is_success
-
-
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    """The Pearson correlation of ``xs`` and ``ys``; ``None`` when either is constant or empty."""
-    x, y = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
-    if len(x) != len(y):
-        raise ValueError(f"pearson needs equally long sequences, got {len(x)} and {len(y)}.")
-    if len(x) < 2 or x.std() == 0 or y.std() == 0:
-        return None
-    return float(np.corrcoef(x, y)[0, 1])
 
 
 def frame_block(
