@@ -30,6 +30,13 @@ def libero_cfg(suite: str = "libero_10", **overrides: Any) -> DictConfig:
     return cfg
 
 
+# Resets that reuse the simulator (robosuite's soft reset: the `simulation` block's
+# `rebuild_on_reset: False`) for the tests of the reward's wiring: a second or two instead of
+# RLinf's 10-40 s rebuild of every env, and nothing they check depends on a rebuild
+# (test_libero_env_equivalence.py runs RLinf's rebuilding reset against the project's).
+SOFT_RESET = {"simulation.rebuild_on_reset": False}
+
+
 @contextmanager
 def libero_env(
     cfg: DictConfig, num_envs: int = 2, env_cls: type | None = None, **placement: Any

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import SOFT_RESET, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
 
@@ -52,6 +52,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             "reward_model.binary_reward": False,
             "reward_model.temp_video_dir": str(tmp / "videos"),
             "reward_model.episode_log_dir": None,
+            **SOFT_RESET,
         },
     )
     try:

@@ -2,7 +2,8 @@
 
 The arithmetic is covered by ``test_episode_reward.py`` without LIBERO; here the hooks into
 RLinf's env are checked on the real simulator. One env (2 LIBERO processes,
-``max_episode_steps`` 6) is shared by the whole module, as resets are the expensive part.
+``max_episode_steps`` 6, resets that reuse the simulator) is shared by the whole module, as
+building one is the expensive part.
 Every episode states all of its settings (:meth:`EnvCase.episode`): the module's
 ``reward_model`` block plus the case's changes, set through the env's public
 ``set_reward_model``, and RLinf's ``use_rel_reward`` and ``auto_reset``; nothing carries
@@ -25,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.envs.conftest import cached_frame_counts, idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import SOFT_RESET, cached_frame_counts, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
 
@@ -84,6 +85,7 @@ def ctx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvCase]:
             "reward_model.backend": "recording",
             "reward_model.temp_video_dir": str(tmp / "videos"),
             "reward_model.episode_log_dir": str(tmp / "episodes"),
+            **SOFT_RESET,
         },
     )
     try:

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import SOFT_RESET, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.scoring import RewardRequestError
 
@@ -143,6 +143,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FailoverRollou
             "reward_model.replica_cooldown_s": 600.0,
             "reward_model.temp_video_dir": str(tmp / "videos"),
             "reward_model.episode_log_dir": str(tmp / "episodes"),
+            **SOFT_RESET,
         },
     )
     with libero_env(cfg, num_envs=NUM_ENVS) as env:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.envs.conftest import idle_actions, libero_cfg, libero_env
+from tests.envs.conftest import SOFT_RESET, idle_actions, libero_cfg, libero_env
 from tests.support import raw_server
 from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
@@ -95,6 +95,7 @@ def rollout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultRollout]:
             "reward_model.max_retries": 1,
             "reward_model.temp_video_dir": str(tmp / "videos"),
             "reward_model.episode_log_dir": str(tmp / "episodes"),
+            **SOFT_RESET,
         },
     )
     with libero_env(cfg, num_envs=1) as env:
