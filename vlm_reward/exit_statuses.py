@@ -25,6 +25,7 @@ EXIT_BAD_SETTINGS = 2  # the training: settings found wrong before training star
 EXIT_WORKER_FAILED = 3  # a CPU smoke run: a Ray worker died, or ran without the platform hook
 EXIT_GUARD_STOP = 4  # the reward guard ended the training run after its checkpoint, on purpose
 EXIT_TIMEOUT = 124  # what coreutils' timeout returns; the CPU smoke's own timeout returns it too
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130: Ctrl-C (the learning comparison: SIGTERM too)
 EXIT_KILLED = 128 + signal.SIGKILL  # 137: killed, e.g. by timeout's --kill-after backstop
 EXIT_TERMINATED = 128 + signal.SIGTERM  # 143: SIGTERM, after the training drained its judges
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from examples.embodiment.reward_comparison import results
+from examples.embodiment.reward_comparison.cli import build_parser, run_command
 from examples.embodiment.reward_comparison.runs import RUNS, overrides, parse_runs, start_overrides
 
 
@@ -37,6 +38,26 @@ def test_starts_are_named_and_the_default_is_the_configs() -> None:
     assert start_overrides("rare") == ["actor.model.release_mean=[[0.0, -0.08], [0.0, 0.085]]"]
     with pytest.raises(ValueError, match="--start 'often' is not a start; valid: default, rare"):
         start_overrides("often")
+
+
+@pytest.mark.parametrize(
+    ("argv", "tail"),
+    [
+        ([], ["env.train.reward_model.enable=False"]),
+        (["--start", "rare"], ["env.train.reward_model.enable=False", *start_overrides("rare")]),
+        (
+            ["--start", "rare", "--override", "env.train.total_num_envs=2"],
+            ["env.train.reward_model.enable=False", *start_overrides("rare"), "env.train.total_num_envs=2"],
+        ),
+    ],
+    ids=["default", "rare", "rare-and-override"],
+)
+def test_the_run_command_carries_the_start_and_the_overrides(argv: list[str], tail: list[str]) -> None:
+    args = build_parser().parse_args(["--out", "OUT", "--seed", "2", "--steps", "3", *argv])
+    command = run_command(RUNS["native"].block(None), args)
+    assert command[2:4] == ["--cpu-learn", "libero_10_grpo_openvlaoft"]
+    assert command[4:7] == ["runner.max_steps=3", "env.train.seed=2", "actor.seed=2"]
+    assert command[7:] == tail
 
 
 SCALARS = {
@@ -77,3 +98,15 @@ def test_the_summary_gives_the_test_once_there_are_enough_steps() -> None:
     assert "groups with a gradient 1.00" in line and line.endswith("guard tripped at step 3")
     short = results.summary_lines({"native": {**run, "steps": steps[:2]}})[0]
     assert "success per step 0.25, 0.38 (too few steps" in short
+
+
+def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch, tmp_path, capsys) -> None:
+    from examples.embodiment.reward_comparison import cli
+
+    def interrupted(spec, args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_once", interrupted)
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)  # keep pytest's own SIGTERM handling
+    assert cli.main(["--out", str(tmp_path), "--runs", "native"]) == 130
+    assert "[compare] native interrupted; rerun the same command to resume." in capsys.readouterr().out

@@ -10,8 +10,9 @@ Runs ``run_embodiment.sh --cpu-learn`` once per reward setting (:mod:`.runs`), o
 - then ``reward-eval compare`` over every finished run of ``--runs`` (``DIR/compare.png``,
   ``DIR/compare.md``) and ``DIR/learning.json`` (:mod:`.results`), with a summary line per run.
 
-Exit status 0, 2 for bad options, 1 when a judge could not be made ready or started, or the
-failed run's own status (the comparison stops there; the same command resumes it).
+Exit status 0, 2 for bad options, 1 when a judge could not be made ready or started, 130 when
+interrupted (Ctrl-C, SIGTERM), or the failed run's own status (the comparison stops there; the
+same command resumes it).
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ from examples.embodiment.reward_comparison.runs import (
     RunSpec,
     overrides,
     parse_runs,
+    start_overrides,
 )
 from reward_eval.analysis.learning import EPISODES_TAG, GROUPS_TAG, JUDGED_TAG, SUCCESS_TAG
 from reward_eval.analysis.training_runs import read_scalars
-from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_FAILED, EXIT_GUARD_STOP, EXIT_OK
+from vlm_reward.exit_statuses import (
+    EXIT_BAD_OPTIONS,
+    EXIT_FAILED,
+    EXIT_GUARD_STOP,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+)
 from vlm_reward.tools.server_process import ServerStartError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -113,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (judges.JudgeError, ServerStartError) as exc:
             say(f"{spec.name}: its judge could not start: {exc}")
             return EXIT_FAILED
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the run and its judge are stopped by now
+            say(f"{spec.name} interrupted; rerun the same command to resume.")
+            return EXIT_INTERRUPTED
         if status not in (EXIT_OK, EXIT_GUARD_STOP):
             say(f"{spec.name} failed with exit status {status}; rerun the same command to resume.")
             return status
@@ -157,15 +168,16 @@ def run_once(spec: RunSpec, args: argparse.Namespace) -> int:
     return status
 
 
+def run_command(block: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """The ``run_embodiment.sh --cpu-learn`` command of one run: its reward settings, then what
+    every run shares (the seed, the step count, ``--start``'s release means, each ``--override``)."""
+    shared = [*start_overrides(args.start), *args.override]
+    return ["bash", str(RUN_SCRIPT), "--cpu-learn", CONFIG, *overrides(block, args.seed, args.steps, shared)]
+
+
 def train(spec: RunSpec, block: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> tuple[int, Path]:
     """One ``--cpu-learn`` run with ``block``'s reward settings; (exit status, its log dir)."""
-    command = [
-        "bash",
-        str(RUN_SCRIPT),
-        "--cpu-learn",
-        CONFIG,
-        *overrides(block, args.seed, args.steps, args.override),
-    ]
+    command = run_command(block, args)
     env = {**os.environ, "LOG_ROOT": str(run_dir / "logs")}
     with open(run_dir / "run.log", "w") as log:
         proc = subprocess.Popen(
