@@ -33,6 +33,11 @@ from vlm_reward.backends.resnet_checkpoint import CONFIG_FILE, WEIGHTS_FILE, rea
 FEW_STEPS = ["--image-size", "32", "--epochs", "30", "--batch-size", "8", "--lr", "1e-3",
              "--frames-per-episode", "8", "--last-k", "4"]  # fmt: skip
 LEFT_THE_PRIOR = 0.6  # the largest excess-loss ratio accepted: above every seed's, below 0.95
+# The few steps' progress judge over the held-out and the test split's 48 frames: Pearson with the
+# goal fraction 0.62-0.73 (seeds 0 and 1, this CPU), its mean score per level 0.10-0.33 at 0, 0.38-0.80
+# at 0.5, 0.84-0.96 at 1. The default training's judge reaches 0.97 (benchmark 15); this bounds the
+# fixture's, with room for other kernels.
+FEW_STEPS_PEARSON = 0.4
 SCORE_TOLERANCE = 1e-4  # the backend's batch against the command's one pass: float32 rounding
 
 
@@ -139,8 +144,12 @@ def test_the_summary_measures_the_target_the_frames_and_the_variants(trained) ->
     assert list(data_block["by_class"]) == [f"train/{trained['target']} = {level}" for level in levels]
     assert set(evaluation["frames"]) == {"held_out", "test"}
     for block in evaluation["frames"].values():
-        assert block["frames"] == 3 * 16 and set(block["mean_score_by_goal_fraction"]) == {"0", "0.5", "1"}
+        means = block["mean_score_by_goal_fraction"]
+        assert block["frames"] == 3 * 16 and set(means) == {"0", "0.5", "1"}
         assert -1.0 <= block["pearson_goal_fraction"] <= 1.0
+        if trained["target"] == "goal_fraction":  # a progress judge, even a few steps' one, orders them
+            assert means["0"] < means["0.5"] < means["1"], means
+            assert block["pearson_goal_fraction"] > FEW_STEPS_PEARSON
     assert sum(row["episodes"] for row in evaluation["variants"].values()) == 6
     assert evaluation["test"]["fine_tuned"]["n"] > 3  # the test episodes and their success's counterfactuals
     printed = trained["out_text"]
