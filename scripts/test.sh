@@ -2,9 +2,8 @@
 # Set up (idempotent) and run the whole test suite plus ruff.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not libero and not slow"`.
 # The suite runs in two processes side by side (tests/conftest.py, --part): the heavy tests
-# (LIBERO runs, Ray, training; one at a time, as the machine's memory needs) here, the light ones
-# beside them, then the simulator and engine tests marked `beside`, their output printed once they
-# end. TEST_PARTS=1 runs everything in one process.
+# (LIBERO, vLLM, training; one at a time, as the machine's memory needs) here, the light ones
+# beside them, their output printed once they end. TEST_PARTS=1 runs everything in one process.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"

@@ -5,10 +5,7 @@ The heavy tests (the LIBERO simulator, the vLLM engine, training runs: marked ``
 ``vllm``, or using a session's LIBERO run) need most of the machine's memory and must run one at
 a time; every other test is light. ``--part heavy`` or ``--part light`` keeps only one part, so
 ``scripts/test.sh`` runs the light part in a second process beside the heavy one (``--part all``,
-the default, runs everything here). A LIBERO or vLLM test also marked ``beside`` (a simulator of
-two envs in the test's own process, or one small engine: no Ray cluster, no LIBERO run) goes with
-the light part, after its other tests: the light part ends long before the heavy one, and one
-such test fits in memory beside a training run.
+the default, runs everything here).
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ import pytest
 
 PARTS = ("all", "heavy", "light")
 HEAVY_MARKERS = ("libero", "vllm")
-BESIDE_MARKER = "beside"
 # A LIBERO run each, once a session (tests/reward_eval/conftest.py, tests/envs/conftest.py).
 HEAVY_FIXTURES = frozenset({"reward_eval_run", "expert_run", "project_rollout"})
 
@@ -33,18 +29,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def is_heavy(item: pytest.Item) -> bool:
-    """Whether ``item`` needs the machine to itself (see the docstring): a session's LIBERO run,
-    or the simulator or the vLLM engine without the ``beside`` marker."""
-    if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+    """Whether ``item`` runs the simulator, the vLLM engine or a training run (see the docstring)."""
+    if any(item.get_closest_marker(name) for name in HEAVY_MARKERS):
         return True
-    if item.get_closest_marker(BESIDE_MARKER):
-        return False
-    return any(item.get_closest_marker(name) for name in HEAVY_MARKERS)
-
-
-def runs_beside(item: pytest.Item) -> bool:
-    """Whether ``item`` is a simulator or engine test that the light part runs (last)."""
-    return not is_heavy(item) and any(item.get_closest_marker(name) for name in HEAVY_MARKERS)
+    return bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -59,8 +47,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (kept if is_heavy(item) == (part == "heavy") else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-    # the simulator and engine tests last: the light part's quick tests report first
-    items[:] = sorted(kept, key=runs_beside)
+        items[:] = kept
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ import torch
 from tests.envs.conftest import cached_frame_counts, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 STEPS = 4  # max_episode_steps = the chunk: one chunk per episode
 RANK, WORKERS, STAGES, STAGE = 1, 2, 2, 1

@@ -15,7 +15,7 @@ import pytest
 from tests.envs.conftest import idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 MAX_STEPS = 4
 

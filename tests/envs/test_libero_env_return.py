@@ -22,7 +22,7 @@ from tests.envs.conftest import SOFT_RESET, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 NUM_ENVS, MAX_STEPS, CHUNK = 2, 6, 4
 COEF = 5.0  # reward_coef of libero_10.yaml

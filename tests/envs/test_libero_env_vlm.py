@@ -30,7 +30,7 @@ from tests.envs.conftest import SOFT_RESET, cached_frame_counts, idle_actions, l
 from tests.support.server import ServerProcess
 from vlm_reward.client.config import RewardModelConfig
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 NUM_ENVS, MAX_STEPS, CHUNK, CHUNKS = 2, 6, 4, 3
 END_STEP = MAX_STEPS - 1  # 0-based index of the truncation step

@@ -31,7 +31,7 @@ from tests.envs.conftest import SOFT_RESET, idle_actions, libero_cfg, libero_env
 from tests.support.server import ServerProcess
 from vlm_reward.client.scoring import RewardRequestError
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 NUM_ENVS = 3
 STEPS = 4  # max_episode_steps = the chunk: one chunk_step per episode

@@ -26,7 +26,7 @@ from tests.support.raw_server import RawServer
 from tests.support.server import ServerProcess, free_port
 from vlm_reward.client.http import RewardAuthError, RewardRequestError
 
-pytestmark = [pytest.mark.libero, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 STEPS = 4  # max_episode_steps = the chunk: one chunk_step per episode
 TIMEOUT = 1.0

@@ -23,7 +23,7 @@ import pytest
 
 from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.beside]
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 NOT_FOR_TRANSFORMERS_5 = tuple(
     f"tests/vlm_reward/backends/{name}.py"

@@ -47,7 +47,6 @@ def test_config_names_the_generative_architecture_at_the_top(
 
 @pytest.mark.vllm
 @pytest.mark.slow
-@pytest.mark.beside
 def test_vllm_resolves_it_as_a_generative_model(
     tiny_qwen_checkpoint: str, tiny_qwen3_checkpoint: str, tmp_path: Path
 ) -> None:
