@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from examples.embodiment.reward_comparison import results
-from examples.embodiment.reward_comparison.cli import build_parser, run_command
+from examples.embodiment.reward_comparison import cli, results
 from examples.embodiment.reward_comparison.runs import RUNS, overrides, parse_runs, start_overrides
 
 
@@ -53,8 +52,8 @@ def test_starts_are_named_and_the_default_is_the_configs() -> None:
     ids=["default", "rare", "rare-and-override"],
 )
 def test_the_run_command_carries_the_start_and_the_overrides(argv: list[str], tail: list[str]) -> None:
-    args = build_parser().parse_args(["--out", "OUT", "--seed", "2", "--steps", "3", *argv])
-    command = run_command(RUNS["native"].block(None), args)
+    args = cli.build_parser().parse_args(["--out", "OUT", "--seed", "2", "--steps", "3", *argv])
+    command = cli.run_command(RUNS["native"].block(None), args)
     assert command[2:4] == ["--cpu-learn", "libero_10_grpo_openvlaoft"]
     assert command[4:7] == ["runner.max_steps=3", "env.train.seed=2", "actor.seed=2"]
     assert command[7:] == tail
@@ -101,12 +100,10 @@ def test_the_summary_gives_the_test_once_there_are_enough_steps() -> None:
 
 
 def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch, tmp_path, capsys) -> None:
-    from examples.embodiment.reward_comparison import cli
-
     def interrupted(spec, args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cli, "run_once", interrupted)
     monkeypatch.setattr(cli.signal, "signal", lambda *args: None)  # keep pytest's own SIGTERM handling
-    assert cli.main(["--out", str(tmp_path), "--runs", "native"]) == 130
+    assert cli.main(["--out", str(tmp_path), "--runs", "native"]) == cli.EXIT_INTERRUPTED == 130
     assert "[compare] native interrupted; rerun the same command to resume." in capsys.readouterr().out
