@@ -75,6 +75,20 @@ def frame_voc(frame_scores: Sequence[float]) -> tuple[float | None, str | None]:
     return (value, None) if value is not None else (None, CONSTANT)
 
 
+def mean_frame_voc(successes: Sequence[Sequence[float]]) -> dict[str, Any]:
+    """The per-frame VOC of native successes, one list of frame scores each: ``mean`` over those
+    whose VOC is defined (``None`` if none is), ``n_voc``, ``n_episodes`` and ``undefined``
+    (reason -> count, :func:`frame_voc`)."""
+    vocs = [frame_voc(scores) for scores in successes]
+    values = [v for v, _ in vocs if v is not None]
+    return {
+        "mean": float(np.mean(values)) if values else None,
+        "n_voc": len(values),
+        "n_episodes": len(vocs),
+        "undefined": dict(sorted(Counter(why for v, why in vocs if v is None).items())),
+    }
+
+
 def ends_above_failures(success_ends: Sequence[float], failure_ends: Sequence[float]) -> dict[str, Any]:
     """``above`` (successes ending strictly above the failures' median end score), ``successes``,
     ``failure_median`` and ``share`` (``None`` without a success or a failure)."""
@@ -104,8 +118,6 @@ def _block(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
         if goal is not None:
             scores += r.frame_scores
             truth += aligned(goal, len(r.frame_scores))
-    vocs = [frame_voc(r.frame_scores) for r in framed if r.native_success]
-    values = [v for v, _ in vocs if v is not None]
     ends = {
         outcome: [r.vlm_score for r in judged if r.native_success is outcome] for outcome in (True, False)
     }
@@ -114,12 +126,7 @@ def _block(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
         "with_frame_scores": len(framed),
         "pearson_goal_fraction": pearson(scores, truth),
         "pearson_frames": len(scores),
-        "frame_voc_successes": {
-            "mean": float(np.mean(values)) if values else None,
-            "n_voc": len(values),
-            "n_episodes": len(vocs),
-            "undefined": dict(sorted(Counter(why for v, why in vocs if v is None).items())),
-        },
+        "frame_voc_successes": mean_frame_voc([r.frame_scores for r in framed if r.native_success]),
         "ends_above_failures": ends_above_failures(ends[True], ends[False]),
     }
 

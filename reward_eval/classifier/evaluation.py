@@ -57,7 +57,8 @@ def trained_measures(
         served = [e.served for e in m["episodes"]]
         fractions = [g for f in served for g in f.goal_fraction]
         labels = [label for f in served for label in frame_data.frame_labels(f, target)]
-        frames[split] = measures.frame_block(scores, fractions, labels)
+        episodes = [(len(e.served.goal_fraction), e.native_success) for e in m["episodes"]]
+        frames[split] = measures.frame_block(scores, fractions, labels, episodes)
     variants = {e.served.video: e.variant or e.policy for m in measured.values() for e in m["episodes"]}
     judged = [case for split in measured for case in after[split]]
     return {"frames": frames, "variants": measures.variant_block(judged, variants, threshold)}

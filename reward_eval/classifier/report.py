@@ -29,10 +29,14 @@ def frame_line(name: str, block: Mapping[str, Any]) -> str:
     """The trained classifier's frame scores of one split against the goal fraction."""
     levels = block["mean_score_by_goal_fraction"]
     means = " / ".join(f"{num(v)}" for v in levels.values())
-    return (
+    line = (
         f"{name} served frames ({block['frames']}): Pearson with goal_fraction "
         f"{num(block['pearson_goal_fraction'])}; mean score at goal_fraction {' / '.join(levels)}: {means}"
     )
+    voc = block.get("frame_voc_successes")  # absent in summaries written before it was measured
+    if voc is None:
+        return line
+    return f"{line}; per-frame VOC of successes {num(voc['mean'])} ({voc['n_voc']}/{voc['n_episodes']})"
 
 
 def result_lines(evaluation: Mapping[str, Any]) -> list[str]:

@@ -125,6 +125,48 @@ def test_reward_at_the_end_step_follows_rlinf_shaping(ctx: EnvCase, binary, use_
     assert len(ctx.jobs()) - calls_before == NUM_ENVS
 
 
+@pytest.fixture(scope="module")
+def progress_judge(ctx: EnvCase) -> Iterator[ServerProcess]:
+    """The ``resnet`` backend serving a seeded random ResNet-18 progress judge (target
+    ``goal_fraction``, an episode scored by the mean of its last 2 frame scores): the progress
+    judge's path, frame scores and all, with untrained weights."""
+    import torch
+
+    from vlm_reward.backends.resnet_checkpoint import ClassifierConfig, build_model, write_checkpoint
+
+    torch.manual_seed(0)
+    config = ClassifierConfig(image_size=32, last_k=2, target="goal_fraction")
+    model = ctx.tmp / "progress_resnet"
+    write_checkpoint(model, config, build_model(config).state_dict(), {"data": "none"})
+    args = ["--backend", "resnet", "--model", str(model), "--video-root", str(ctx.tmp)]
+    server = ServerProcess(args, ctx.tmp / "progress_server.log").wait_ready()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_progress_judge_s_graded_score_is_the_reward(ctx: EnvCase, progress_judge: ServerProcess) -> None:
+    """``binary_reward: False``: each env's reward at the end step is ``reward_coef`` times the
+    score the progress judge gave its episode, a score strictly inside (0, 1), logged with the
+    frame scores it is the mean of."""
+    lines_before = len(ctx.log_lines())
+    result = ctx.episode(endpoint=progress_judge.endpoint, backend="resnet", binary_reward=False)
+    lines = sorted(ctx.log_lines()[lines_before:], key=lambda line: line["env"])
+    assert [line["env"] for line in lines] == [0, 1]
+    scores = np.array([line["vlm_score"] for line in lines])
+    assert ((scores > 0) & (scores < 1)).all(), scores
+    for line in lines:
+        frame_scores = line["frame_scores"]
+        assert len(frame_scores) == line["frames_sent"] > 2 and all(0 < f < 1 for f in frame_scores)
+        assert line["vlm_score"] == pytest.approx(np.mean(frame_scores[-2:]), abs=1e-6)
+        assert line["binary_reward"] is False and "target goal_fraction" in line["judge_model"]
+    expected = np.zeros((NUM_ENVS, CHUNK * CHUNKS))
+    expected[:, END_STEP] = COEF * scores  # use_rel_reward: s - 0 at the end step
+    np.testing.assert_allclose(result["rewards"].numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(result["infos"][-1]["episode"]["vlm_score"].numpy(), scores, atol=1e-6)
+
+
 def test_metrics_and_episode_log(ctx: EnvCase) -> None:
     lines_before = len(ctx.log_lines())
     result = ctx.episode(chunks=2, binary_reward=True, backend_kwargs={"answer": "0.7"})

@@ -14,6 +14,38 @@ def test_frame_block_compares_scores_with_the_goal_fraction_and_the_target() -> 
     assert block["frames"] == 4
     assert block["mean_score_by_goal_fraction"] == pytest.approx({"0": 0.0, "0.5": 0.15, "1": 0.9})
     assert block["pearson_target"] > block["pearson_goal_fraction"] > 0.8
+    assert block["frame_voc_successes"]["n_episodes"] == 0, "no episodes given, no VOC"
+
+
+@pytest.mark.parametrize(
+    ("episodes", "mean", "n_voc", "n_episodes"),
+    [
+        ([(4, True)], 1.0, 1, 1),  # one success rising through its 4 frames
+        ([(2, True), (2, True)], 1.0, 2, 2),  # 0.0 < 0.1, then 0.2 < 0.9
+        ([(3, False), (1, True)], None, 0, 1),  # a one-frame success has no VOC
+        ([(2, False), (2, False)], None, 0, 0),
+    ],
+    ids=["one-success", "two-successes", "one-frame", "failures-only"],
+)
+def test_frame_block_measures_the_per_frame_voc_of_the_successes_alone(
+    episodes: list[tuple[int, bool]], mean: float | None, n_voc: int, n_episodes: int
+) -> None:
+    voc = frame_block([0.0, 0.1, 0.2, 0.9], [0.0, 0.5, 0.5, 1.0], [0, 0, 0, 1], episodes)[
+        "frame_voc_successes"
+    ]
+    assert (voc["mean"], voc["n_voc"], voc["n_episodes"]) == (mean, n_voc, n_episodes)
+
+
+def test_frame_block_falls_when_the_scores_rank_against_the_frames() -> None:
+    voc = frame_block([0.9, 0.5, 0.2, 0.1], [0.0, 0.5, 0.5, 1.0], [0, 0, 0, 1], [(4, True)])[
+        "frame_voc_successes"
+    ]
+    assert voc["mean"] == pytest.approx(-1.0)
+
+
+def test_frame_block_refuses_episodes_that_do_not_hold_the_scores() -> None:
+    with pytest.raises(ValueError, match="episodes hold 3 frames, the scores 4"):
+        frame_block([0.0, 0.1, 0.2, 0.9], [0.0, 0.5, 0.5, 1.0], [0, 0, 0, 1], [(3, True)])
 
 
 def case(video: str, label: bool, score: float | None, source: str = "") -> dict:

@@ -34,10 +34,15 @@ FEW_STEPS = ["--image-size", "32", "--epochs", "30", "--batch-size", "8", "--lr"
              "--frames-per-episode", "8", "--last-k", "4"]  # fmt: skip
 LEFT_THE_PRIOR = 0.6  # the largest excess-loss ratio accepted: above every seed's, below 0.95
 # The few steps' progress judge over the held-out and the test split's 48 frames: Pearson with the
-# goal fraction 0.62-0.73 (seeds 0 and 1, this CPU), its mean score per level 0.10-0.33 at 0, 0.38-0.80
-# at 0.5, 0.84-0.96 at 1. The default training's judge reaches 0.97 (benchmark 15); this bounds the
-# fixture's, with room for other kernels.
-FEW_STEPS_PEARSON = 0.4
+# goal fraction 0.440 / 0.697 (seed 0), the same to the last digit with AVX2-capped kernels; mean
+# score at goal fraction 0 / 0.5 / 1: 0.28 / 0.46 / 0.97 held out. An earlier session recorded
+# 0.62 / 0.73 for seed 0 and 0.68 / 0.64 for seed 1, not reproduced here. The default training's
+# judge reaches 0.97 (benchmark 15); this bounds the fixture's with a margin below 0.44.
+FEW_STEPS_PEARSON = 0.3
+# Its per-frame VOC of each split's one success (Spearman of the 16 frame scores against their
+# order): 0.35 held out, 0.57 test (the few-step success classifier's 0.22 and 0.37); the default
+# training's 0.83 (benchmark 15). The bound: the score rises through the success, not falls.
+FEW_STEPS_FRAME_VOC = 0.0
 SCORE_TOLERANCE = 1e-4  # the backend's batch against the command's one pass: float32 rounding
 
 
@@ -147,9 +152,12 @@ def test_the_summary_measures_the_target_the_frames_and_the_variants(trained) ->
         means = block["mean_score_by_goal_fraction"]
         assert block["frames"] == 3 * 16 and set(means) == {"0", "0.5", "1"}
         assert -1.0 <= block["pearson_goal_fraction"] <= 1.0
+        voc = block["frame_voc_successes"]
+        assert (voc["n_episodes"], voc["undefined"]) == (1, {}), "pick's one success, its 16 frames ranked"
         if trained["target"] == "goal_fraction":  # a progress judge, even a few steps' one, orders them
             assert means["0"] < means["0.5"] < means["1"], means
             assert block["pearson_goal_fraction"] > FEW_STEPS_PEARSON
+            assert voc["mean"] > FEW_STEPS_FRAME_VOC, "its score rises through the success"
     assert sum(row["episodes"] for row in evaluation["variants"].values()) == 6
     assert evaluation["test"]["fine_tuned"]["n"] > 3  # the test episodes and their success's counterfactuals
     printed = trained["out_text"]
@@ -157,6 +165,7 @@ def test_the_summary_measures_the_target_the_frames_and_the_variants(trained) ->
         "held-out episodes alone",
         "test episodes alone",
         "Pearson with goal_fraction",
+        "per-frame VOC of successes",
         "judged a success",
     ):
         assert line in printed
