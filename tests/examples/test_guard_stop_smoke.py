@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.examples.test_training_smoke import SmokeRun, jsonl, run_smoke
+from tests.examples.test_training_smoke import SmokeRun, jsonl, prebuilt, run_smoke
 from tests.support.server import ServerProcess
 from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
+def stopped_run(tmp_path_factory: pytest.TempPathFactory, tiny_oft_checkpoint: str) -> Iterator[SmokeRun]:
     tmp = tmp_path_factory.mktemp("guard-stop")
     kwargs = json.dumps({"log_path": str(tmp / "jobs.jsonl"), "scores": "0.2,0.9"})
     server = ServerProcess(
@@ -37,6 +37,7 @@ def stopped_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SmokeRun]:
     try:
         yield run_smoke(
             tmp,
+            prebuilt(tiny_oft_checkpoint),
             "runner.max_steps=2",
             "runner.save_interval=100",  # RLinf itself would write no checkpoint at step 1
             f"{rm}.enable=True",

@@ -1,8 +1,9 @@
 """``run_embodiment.sh --cpu-smoke``: RLinf's real GRPO loop, native and VLM reward, on CPU.
 
 Each training is a subprocess of the script as a user runs it (private Ray cluster, the tiny
-random-weight OpenVLA-OFT built into the run, 2 envs in one GRPO group, one 8-step action chunk
-per episode, one step; see ``config/cpu_smoke/tiny.yaml``). The VLM run starts its judges itself
+random-weight OpenVLA-OFT, built into the native run as a user's run builds it and made once a
+session for the others, 2 envs in one GRPO group, one 8-step action chunk per episode, one step;
+see ``config/cpu_smoke/tiny.yaml``). The VLM run starts its judges itself
 (``reward_server``: two replicas that Ray places on the run's cluster, 0 GPUs), real reward
 servers whose ``score_sequence`` backend hands out 0.2 and 0.9 to the videos in arrival order,
 so the two episodes of the group get different scores and GRPO has something to rank; while it
@@ -154,6 +155,12 @@ def run_smoke(
     return SmokeRun(result.returncode, result.stdout + result.stderr, log_dir, wall)
 
 
+def prebuilt(checkpoint: str) -> str:
+    """The override that trains the session's tiny OpenVLA-OFT (the same build, made once) instead
+    of building one into the run: ~20 s of CPU a run. The native run keeps the default path."""
+    return f"actor.model.model_path={checkpoint}"
+
+
 def jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -211,7 +218,9 @@ def judge_kill(tmp_path_factory: pytest.TempPathFactory) -> ReplicaKill:
 
 
 @pytest.fixture(scope="module")
-def vlm_run(tmp_path_factory: pytest.TempPathFactory, judge_kill: ReplicaKill) -> SmokeRun:
+def vlm_run(
+    tmp_path_factory: pytest.TempPathFactory, judge_kill: ReplicaKill, tiny_oft_checkpoint: str
+) -> SmokeRun:
     tmp = tmp_path_factory.mktemp("vlm")
     rm = "env.train.reward_model"
     scores = ",".join(map(str, SCORES))
@@ -225,6 +234,7 @@ def vlm_run(tmp_path_factory: pytest.TempPathFactory, judge_kill: ReplicaKill) -
     )
     return run_smoke(
         tmp,
+        prebuilt(tiny_oft_checkpoint),
         *judges,
         f"{rm}.enable=True",
         f"{rm}.binary_reward=False",  # s = score: the reward tells 0.2 from 0.9 exactly
@@ -366,8 +376,11 @@ def test_compare_writes_a_table_and_a_figure_of_both_runs(
         assert image.size[0] > 400 and np.asarray(image.convert("L"), dtype=float).std() > 5
 
 
-def test_a_hook_that_does_not_load_in_the_workers_fails_clearly(tmp_path: Path) -> None:
-    run = run_smoke(tmp_path, env={"RLINF_EXT_MODULE": "tests.support.broken_worker_hook"})
+def test_a_hook_that_does_not_load_in_the_workers_fails_clearly(
+    tmp_path: Path, tiny_oft_checkpoint: str
+) -> None:
+    hook = {"RLINF_EXT_MODULE": "tests.support.broken_worker_hook"}
+    run = run_smoke(tmp_path, prebuilt(tiny_oft_checkpoint), env=hook)
     assert run.returncode == 3, run.output[-6000:]
     assert "[cpu-smoke] FAILED" in run.output and "--cpu-smoke FAILED (exit status 3)" in run.output
     assert "left no marker from ActorGroup:0, RolloutGroup:0, EnvGroup:0 (ran in: none)" in run.output
@@ -449,7 +462,7 @@ def is_driver(cmdline: list[str]) -> bool:
 
 
 def test_an_interrupted_run_drains_its_judges_and_leaves_no_process(
-    tmp_path: Path, tiny_qwen_checkpoint: str
+    tmp_path: Path, tiny_qwen_checkpoint: str, tiny_oft_checkpoint: str
 ) -> None:
     """Two replicas of the tiny qwen_vl_hf judge; SIGTERM to the driver once they answer and the
     training's workers are starting (a scheduler cancelling the job)."""
@@ -461,6 +474,7 @@ def test_an_interrupted_run_drains_its_judges_and_leaves_no_process(
             str(RUN),
             "--cpu-smoke",
             "libero_10_grpo_openvlaoft",
+            prebuilt(tiny_oft_checkpoint),
             *judges,
             "env.train.reward_model.enable=True",
         ],
