@@ -130,14 +130,11 @@ def progress_judge(ctx: EnvCase) -> Iterator[ServerProcess]:
     """The ``resnet`` backend serving a seeded random ResNet-18 progress judge (target
     ``goal_fraction``, an episode scored by the mean of its last 2 frame scores): the progress
     judge's path, frame scores and all, with untrained weights."""
-    import torch
+    from tests.support.classifier_checkpoint import seeded_classifier
+    from vlm_reward.backends.resnet_checkpoint import ClassifierConfig
 
-    from vlm_reward.backends.resnet_checkpoint import ClassifierConfig, build_model, write_checkpoint
-
-    torch.manual_seed(0)
-    config = ClassifierConfig(image_size=32, last_k=2, target="goal_fraction")
     model = ctx.tmp / "progress_resnet"
-    write_checkpoint(model, config, build_model(config).state_dict(), {"data": "none"})
+    seeded_classifier(model, ClassifierConfig(image_size=32, last_k=2, target="goal_fraction"))
     args = ["--backend", "resnet", "--model", str(model), "--video-root", str(ctx.tmp)]
     server = ServerProcess(args, ctx.tmp / "progress_server.log").wait_ready()
     try:

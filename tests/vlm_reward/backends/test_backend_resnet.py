@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import requests
 
+from tests.support.classifier_checkpoint import seeded_classifier
 from tests.support.server import REPO, ServerProcess
 from vlm_reward.backends import ScoreJob, resolve_backend
 from vlm_reward.backends.resnet import ResNetBackend
@@ -36,13 +37,8 @@ CONFIG = ClassifierConfig(image_size=32, last_k=2)
 @pytest.fixture(scope="module")
 def classifier(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     """A seeded random ResNet-18 classifier checkpoint and the model it holds."""
-    import torch
-
-    torch.manual_seed(0)
-    model = build_model(CONFIG).eval()
     path = tmp_path_factory.mktemp("resnet") / "basket_resnet"
-    write_checkpoint(path, CONFIG, model.state_dict(), {"data": "none"})
-    return path, model
+    return path, seeded_classifier(path, CONFIG)
 
 
 def frames(seed: int, count: int = 16, size: int = 48) -> np.ndarray:
