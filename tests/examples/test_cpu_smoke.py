@@ -23,8 +23,11 @@ from examples.embodiment.cpu_smoke.ray_watch import death_line
 @pytest.fixture
 def worker_cls(monkeypatch: pytest.MonkeyPatch) -> type:
     """RLinf's ``Worker`` as on a machine without an accelerator, restored after the test."""
+    from rlinf.scheduler.collective.collective import Collective
     from rlinf.scheduler.worker.worker import Worker
 
+    # register() also replaces RLinf's collective-group wait (collective_wait): undone the same way
+    monkeypatch.setattr(Collective, "_get_group_info_safe", Collective._get_group_info_safe)
     monkeypatch.setattr(Worker, "torch_platform", None)
     monkeypatch.setattr(Worker, "torch_device_type", None)
     monkeypatch.setattr(Worker, "__init__", Worker.__init__)  # so the wrapper is undone too

@@ -16,7 +16,9 @@ Two details make this more than setting two class attributes:
   ``register()`` leaves a marker file per worker in ``$RLINF_CPU_SMOKE_MARKER_DIR`` (when set),
   which the smoke driver checks (see ``examples/embodiment/cpu_smoke/guard.py``).
 
-This is for wiring checks only: nothing here makes training on CPU fast or meaningful.
+``register()`` also makes RLinf's wait for a collective group's peer back off instead of asking
+every millisecond (:mod:`examples.embodiment.cpu_smoke.collective_wait`): on 2 cores that poll
+took half a core from the simulator for a whole first rollout.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import re
 from typing import Any
 
 import torch
+
+from examples.embodiment.cpu_smoke import collective_wait
 
 MARKER_DIR_ENV = "RLINF_CPU_SMOKE_MARKER_DIR"
 MARKER_SUFFIX = ".hook-loaded"
@@ -164,6 +168,7 @@ def register() -> None:
     from rlinf.scheduler.worker.worker import Worker
 
     _install_on(Worker)
+    collective_wait.install()
     if not getattr(Worker.__init__, _WRAPPED, False):
         original_init = Worker.__init__
 

@@ -2,12 +2,13 @@
 
 :class:`ProcessGroupEnv` answers the vector-env calls RLinf 0.3's ``LiberoEnv`` makes of its
 ``ReconfigureSubprocEnv`` (``step``, ``reset``, ``seed``, ``set_init_state``,
-``reconfigure_env_fns``, ``close``) for envs spread over ``ceil(num_envs / per_process)``
-spawned processes, each stepping its envs one after another; with ``rebuild_same_task`` off, a
-reconfigure that keeps an env's task (its BDDL file) keeps its simulator. :meth:`ProcessGroupEnv.freeze`
-stops stepping an env until its reset (its last step's reply repeats). The processes work in parallel;
-one of them dying or raising is a ``RuntimeError`` in the caller naming the process and its
-traceback, never a hang (every reply has a deadline).
+``reconfigure_env_fns``, ``close``) for envs dealt round-robin over ``n = ceil(num_envs /
+per_process)`` spawned processes (env ``i`` to process ``i mod n``), each stepping its envs one
+after another; with ``rebuild_same_task`` off, a reconfigure that keeps an env's task (its BDDL
+file) keeps its simulator. :meth:`ProcessGroupEnv.freeze` stops stepping an env until its reset
+(its last step's reply repeats). The processes work in parallel; one of them dying or raising is
+a ``RuntimeError`` in the caller naming the process and its traceback, never a hang (every reply
+has a deadline).
 
 Without cameras an env is robosuite's camera-less ``ControlEnv`` (no offscreen renderer, no
 EGL context). With ``record_states`` each process keeps, per env, the flattened MuJoCo state
@@ -167,9 +168,11 @@ class ProcessGroupEnv:
             raise ValueError(f"per_process must be >= 1, got {per_process!r}.")
         self.env_num = len(params)
         self.record_states = record_states
-        self._slices = [
-            range(i, min(i + per_process, self.env_num)) for i in range(0, self.env_num, per_process)
-        ]
+        # Dealt round-robin (env i to process i mod n): a GRPO group is consecutive envs, and its
+        # successes are frozen together, so contiguous blocks left one process idle while another
+        # stepped a failing group to the horizon.
+        n = -(-self.env_num // per_process)
+        self._slices = [range(p, self.env_num, n) for p in range(n)]
         ctx = multiprocessing.get_context("spawn")  # LIBERO and EGL do not survive a fork
         self._conns, self._processes = [], []
         for slice_ in self._slices:
@@ -253,10 +256,10 @@ class ProcessGroupEnv:
         return [int(i) for i in np.atleast_1d(id)]
 
     def _where(self, env: int) -> tuple[int, int]:
-        for p, slice_ in enumerate(self._slices):
-            if env in slice_:
-                return p, env - slice_.start
-        raise IndexError(f"env {env} is not one of the {self.env_num} envs.")
+        if not 0 <= env < self.env_num:
+            raise IndexError(f"env {env} is not one of the {self.env_num} envs.")
+        n = len(self._slices)
+        return env % n, env // n
 
     def _call(
         self,
