@@ -32,6 +32,15 @@ def test_a_run_differs_from_the_others_only_in_its_reward_model_block() -> None:
     assert "env.train.reward_model.binary_reward=False" in overrides(RUNS["tiny_vlm"].block("u"), 0, 1)
 
 
+def test_a_comparison_trains_as_many_steps_as_a_cpu_learn_run_unless_told() -> None:
+    from omegaconf import OmegaConf
+
+    config_steps = OmegaConf.load(cli.LEARN_CONFIG).runner.max_steps
+    assert cli.build_parser().parse_args(["--out", "x"]).steps == config_steps
+    assert config_steps >= 5, "the summary's test pools the first 2 steps against the last 3"
+    assert cli.build_parser().parse_args(["--out", "x", "--steps", "2"]).steps == 2
+
+
 def test_starts_are_named_and_the_default_is_the_configs() -> None:
     assert start_overrides("default") == []
     assert start_overrides("rare") == ["actor.model.release_mean=[[0.0, -0.08], [0.0, 0.085]]"]

@@ -53,9 +53,17 @@ from vlm_reward.tools.server_process import ServerStartError
 REPO = Path(__file__).resolve().parents[3]
 RUN_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
 CONFIG = "libero_10_grpo_openvlaoft"
+LEARN_CONFIG = REPO / "examples" / "embodiment" / "config" / "cpu_learn" / "expert.yaml"  # --cpu-learn's
 FINISHED = "finished.json"
 PREFIX = "[compare]"
 POLL_S = 10.0
+
+
+def default_steps() -> int:
+    """The learning config's ``runner.max_steps``: each run of the comparison is a ``--cpu-learn`` run."""
+    from omegaconf import OmegaConf
+
+    return int(OmegaConf.load(LEARN_CONFIG).runner.max_steps)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, required=True, help="the comparison's directory (resumed if it exists)"
     )
     p.add_argument("--seed", type=int, default=0, help="env and actor seed of every run (default 0)")
-    p.add_argument("--steps", type=int, default=6, help="GRPO steps per run (default 6)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=default_steps(),
+        help="GRPO steps per run (default: %(default)s, --cpu-learn's)",
+    )
     p.add_argument(
         "--runs", default=",".join(DEFAULT_RUNS), help=f"runs, in order (default {','.join(DEFAULT_RUNS)})"
     )

@@ -17,7 +17,7 @@
 # examples/embodiment/cpu_smoke/cpu_platform.py) on a private Ray cluster, with a hard timeout. It checks the
 # wiring before GPUs are booked; it does not train a useful policy.
 # --cpu-learn runs the same entry on CPU with a policy that learns within a few GRPO steps (the scripted
-# expert with learnable release points, 16 envs without cameras, 6 steps; config/cpu_learn/expert.yaml,
+# expert with learnable release points, 16 envs without cameras, 5 steps; config/cpu_learn/expert.yaml,
 # the hook examples/embodiment/cpu_learn/hook.py), supervised like --cpu-smoke (docs/training/learning.md).
 # Logs go to logs/<timestamp>-<config>/.
 # With reward_server.enable=True (and a cluster.component_placement.reward_server entry) the run starts
@@ -80,7 +80,7 @@ if [ "$MODE" = cpu-smoke ] || [ "$MODE" = cpu-learn ]; then
   else
     CPU_TIMEOUT="${CPU_LEARN_TIMEOUT:-3600}"; TIMEOUT_VAR=CPU_LEARN_TIMEOUT
     GROUP="+cpu_learn=expert"; HOOK=examples.embodiment.cpu_learn.hook
-    BANNER="GRPO on CPU with the scripted expert's learnable release points (16 envs, 400-step episodes, 6 steps by default)."
+    BANNER="GRPO on CPU with the scripted expert's learnable release points (16 envs, 400-step episodes, 5 steps by default)."
   fi
   if ! [[ "$CPU_TIMEOUT" =~ ^[1-9][0-9]*$ ]]; then
     echo "[run_embodiment] $TIMEOUT_VAR must be a whole number of seconds > 0, got '$CPU_TIMEOUT'." >&2
