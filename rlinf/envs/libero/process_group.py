@@ -168,9 +168,9 @@ class ProcessGroupEnv:
             raise ValueError(f"per_process must be >= 1, got {per_process!r}.")
         self.env_num = len(params)
         self.record_states = record_states
-        # Dealt round-robin (env i to process i mod n): a GRPO group is consecutive envs, and its
-        # successes are frozen together, so contiguous blocks left one process idle while another
-        # stepped a failing group to the horizon.
+        # Dealt round-robin (env i to process i mod n): a GRPO group is consecutive envs from one
+        # initial state, so its successes (frozen until the reset) tend to come together, and
+        # contiguous blocks could leave one process idle while another stepped a failing group.
         n = -(-self.env_num // per_process)
         self._slices = [range(p, self.env_num, n) for p in range(n)]
         ctx = multiprocessing.get_context("spawn")  # LIBERO and EGL do not survive a fork
