@@ -23,7 +23,6 @@ from typing import Any
 FIRST_POLL_S = 0.001  # RLinf's own period, kept for the first calls: most groups are ready at once
 MAX_POLL_S = 0.05  # ~20 calls a second while a peer is minutes away
 WARN_EVERY_S = 300.0  # a peer this late is worth a line in the worker's log
-_INSTALLED = "_cpu_backoff_installed"
 
 
 def poll_delays(first: float = FIRST_POLL_S, cap: float = MAX_POLL_S) -> Iterator[float]:
@@ -52,6 +51,4 @@ def install() -> None:
     """Replace RLinf's group wait in this process (idempotent)."""
     from rlinf.scheduler.collective.collective import Collective
 
-    if not getattr(Collective._get_group_info_safe, _INSTALLED, False):
-        setattr(_group_info_with_backoff, _INSTALLED, True)
-        Collective._get_group_info_safe = _group_info_with_backoff
+    Collective._get_group_info_safe = _group_info_with_backoff
