@@ -69,6 +69,50 @@ def test_a_frozen_env_repeats_its_last_step_until_its_reset(five: ProcessGroupEn
     assert five.step(np.zeros((1, 1)), id=[0])[0][0]["steps"] == 1, "stepped again after its reset"
 
 
+# Per env of `five`, its actions through a chunk of three steps (a stand-in's step is done when its
+# action is > 0): env 1 ends its episode at the chunk's second step, env 3 at its first.
+CHUNK = np.array([[0, 0, 0], [0, 1, 0], [0, 0, 0], [2, 0, 0], [0, 0, 3]], dtype=float)[:, :, None]
+
+
+def step_by_step(envs: ProcessGroupEnv, chunk: np.ndarray, freeze_on_done: bool) -> list[tuple]:
+    """The chunk through plain `step` calls, freezing after a done step as LiberoEnv's hook does."""
+    replies = []
+    for k in range(chunk.shape[1]):
+        obs, rewards, dones, _ = envs.step(chunk[:, k])
+        replies.append(([o["steps"] for o in obs], rewards.tolist(), dones.tolist()))
+        if freeze_on_done and dones.any():
+            envs.freeze(np.flatnonzero(dones))
+    return replies
+
+
+@pytest.mark.parametrize("freeze_on_done", [True, False], ids=["frozen-at-done", "stepped-on"])
+def test_a_chunk_stepped_ahead_replays_as_the_same_steps_taken_one_by_one(
+    five: ProcessGroupEnv, freeze_on_done: bool
+) -> None:
+    five.reset()
+    expected = step_by_step(five, CHUNK, freeze_on_done)
+    five.reset()
+    five.mark_episode_start()
+    five.step_ahead(CHUNK, freeze_on_done=freeze_on_done)
+    assert step_by_step(five, CHUNK, freeze_on_done=False) == expected
+    steps_of_env1 = [2, 2] if freeze_on_done else [2, 3]
+    assert [replies[0][1] for replies in expected[1:]] == steps_of_env1, "the stand-in's count, as designed"
+
+
+def test_a_step_that_does_not_replay_the_chunk_is_an_error_and_drops_the_rest(five: ProcessGroupEnv) -> None:
+    five.reset()
+    five.step_ahead(CHUNK, freeze_on_done=True)
+    five.step(CHUNK[:, 0])
+    with pytest.raises(RuntimeError, match="must replay the chunk's actions"):
+        five.step(CHUNK[:, 2])  # the third step's actions asked for second
+    obs, *_ = five.step(np.zeros((5, 1)))
+    # The chunk's three steps stay taken (envs 1, 3 and 4 frozen at their done step); a plain step
+    # after them, not a replay of the dropped third
+    assert [o["steps"] for o in obs] == [4, 2, 4, 1, 3]
+    with pytest.raises(ValueError, match=r"chunk_actions must be \(num_envs=5, steps, action_dim\)"):
+        five.step_ahead(CHUNK[:2], freeze_on_done=True)
+
+
 def test_rendering_reaches_the_recorded_states_and_surfaces_the_childs_error(five: ProcessGroupEnv) -> None:
     five.mark_episode_start(id=[2])
     five.step(np.zeros((1, 1)), id=[2])

@@ -116,3 +116,34 @@ def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch,
     monkeypatch.setattr(cli.signal, "signal", lambda *args: None)  # keep pytest's own SIGTERM handling
     assert cli.main(["--out", str(tmp_path), "--runs", "native"]) == cli.EXIT_INTERRUPTED == 130
     assert "[compare] native interrupted; rerun the same command to resume." in capsys.readouterr().out
+
+
+def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypatch, tmp_path, capsys) -> None:
+    """The judge loads while its run starts up; a server that exits instead ends the run, not a hang."""
+    from examples.embodiment.reward_comparison import judges, runs
+
+    broken = judges.Judge("no_such_backend", lambda judges_dir: tmp_path / "model")
+    monkeypatch.setitem(judges.JUDGES, "broken", broken)
+    monkeypatch.setitem(
+        runs.RUNS, "broken", runs.RunSpec("broken", "a judge that cannot start", judge="broken")
+    )
+    launched = []
+
+    def sleeper(block, args):  # the run: a process that would outlive the test if left running
+        launched.append(block["endpoint"])
+        return ["sleep", "300"]
+
+    popen = cli.subprocess.Popen  # the same module the server's launcher uses: both are seen
+    started = []
+    monkeypatch.setattr(cli, "run_command", sleeper)
+    monkeypatch.setattr(
+        cli.subprocess, "Popen", lambda *a, **k: started.append(popen(*a, **k)) or started[-1]
+    )
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    assert cli.main(["--out", str(tmp_path / "out"), "--runs", "broken"]) == cli.EXIT_FAILED == 1
+    out = capsys.readouterr().out
+    assert "[compare] broken: its judge could not start:" in out and "reward_server.log" in out
+    assert launched and launched[0].startswith("http://127.0.0.1:"), "the run got the judge's endpoint"
+    run = [p for p in started if p.args == ["sleep", "300"]]
+    assert [p.poll() for p in run] == [-2], "the run was launched, then stopped by SIGINT"
+    assert not (tmp_path / "out" / "broken" / cli.FINISHED).exists()

@@ -54,7 +54,7 @@ class CountingEnv:
 
 
 def counting_env(param: dict[str, Any], cameras: bool) -> CountingEnv:
-    """The :data:`~rlinf.envs.libero.process_group.EnvFactory` of the tests."""
+    """The :data:`~rlinf.envs.libero.env_process.EnvFactory` of the tests."""
     if param["bddl_file_name"] == "fail":
         raise ValueError("this env cannot be built")
     return CountingEnv(param["bddl_file_name"])

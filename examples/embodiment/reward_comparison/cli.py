@@ -5,7 +5,8 @@ Runs ``run_embodiment.sh --cpu-learn`` once per reward setting (:mod:`.runs`), o
 - **resumable**: a run that finished (``DIR/<run>/finished.json``; a reward-guard stop counts) is
   not run again; an unfinished one starts over;
 - **a line per GRPO step**, read from the run's TensorBoard log while it trains;
-- **its judge** started before it and stopped after it, also when it fails or is interrupted
+- **its judge** started with it (loading while the run starts up) and stopped after it, also
+  when it fails or is interrupted
   (:mod:`.judges`); nothing is left running;
 - then ``reward-eval compare`` over every finished run of ``--runs`` (``DIR/compare.png``,
   ``DIR/compare.md``) and ``DIR/learning.json`` (:mod:`.results`), with a summary line per run.
@@ -48,7 +49,7 @@ from vlm_reward.exit_statuses import (
     EXIT_INTERRUPTED,
     EXIT_OK,
 )
-from vlm_reward.tools.server_process import ServerStartError
+from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError
 
 REPO = Path(__file__).resolve().parents[3]
 RUN_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
@@ -170,9 +171,11 @@ def run_once(spec: RunSpec, args: argparse.Namespace) -> int:
     if spec.judge is None:
         status, log_dir = train(spec, spec.block(None), run_dir, args)
     else:
-        with judges.serving(spec.judge, args.out / "judges", run_dir / "reward_server.log") as server:
-            say(f"{spec.name}: judge {spec.judge} serving at {server.endpoint}")
-            status, log_dir = train(spec, spec.block(server.endpoint), run_dir, args)
+        # The judge loads while the run starts Ray and builds its envs: a run's first scoring call
+        # comes at its first episode's end, minutes later; a judge that never gets ready stops the run.
+        log = run_dir / "reward_server.log"
+        with judges.serving(spec.judge, args.out / "judges", log, ready=False) as server:
+            status, log_dir = train(spec, spec.block(server.endpoint), run_dir, args, judge=server)
     if status in (EXIT_OK, EXIT_GUARD_STOP):
         finished = {"status": status, "wall_s": time.monotonic() - started, "log_dir": str(log_dir)}
         finished["settings"] = settings_of(args)
@@ -188,8 +191,15 @@ def run_command(block: dict[str, Any], args: argparse.Namespace) -> list[str]:
     return ["bash", str(RUN_SCRIPT), "--cpu-learn", CONFIG, *overrides(block, args.seed, args.steps, shared)]
 
 
-def train(spec: RunSpec, block: dict[str, Any], run_dir: Path, args: argparse.Namespace) -> tuple[int, Path]:
-    """One ``--cpu-learn`` run with ``block``'s reward settings; (exit status, its log dir)."""
+def train(
+    spec: RunSpec,
+    block: dict[str, Any],
+    run_dir: Path,
+    args: argparse.Namespace,
+    judge: RewardServerProcess | None = None,
+) -> tuple[int, Path]:
+    """One ``--cpu-learn`` run with ``block``'s reward settings; (exit status, its log dir).
+    ``judge``: its server, started; awaited once the run is launched."""
     command = run_command(block, args)
     env = {**os.environ, "LOG_ROOT": str(run_dir / "logs")}
     with open(run_dir / "run.log", "w") as log:
@@ -197,6 +207,9 @@ def train(spec: RunSpec, block: dict[str, Any], run_dir: Path, args: argparse.Na
             command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
+            if judge is not None:
+                judge.wait_ready()
+                say(f"{spec.name}: judge {spec.judge} serving at {judge.endpoint}")
             watch(spec.name, proc, run_dir / "logs", args.steps)
         except BaseException:
             _stop(proc)

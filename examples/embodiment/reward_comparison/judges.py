@@ -1,7 +1,7 @@
 """The judges of the learning comparison: their models made ready, their servers run for one run.
 
 Each judge is the project's reward server (``vlm_reward.libero_reward_server``) on 127.0.0.1,
-started before its run and stopped after it (also when the run fails or is interrupted: a
+started with its run and stopped after it (also when the run fails or is interrupted: a
 context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Their models:
 
 - ``classifier``: the checkpoint set-up trains (``reward_eval.classifier.setup_checkpoint``;
@@ -85,8 +85,11 @@ def register_judge(name: str, judge: Judge) -> Judge:
 
 
 @contextmanager
-def serving(name: str, judges_dir: Path, log_path: Path) -> Iterator[RewardServerProcess]:
-    """Judge ``name``'s server, healthy, for the duration of the ``with``; stopped after it."""
+def serving(name: str, judges_dir: Path, log_path: Path, ready: bool = True) -> Iterator[RewardServerProcess]:
+    """Judge ``name``'s server for the duration of the ``with``; stopped after it.
+
+    ``ready``: healthy when the ``with`` starts; without it the server is only started (its
+    endpoint known), and the caller waits for it (``wait_ready``) while it does something else."""
     judge = JUDGES[name]
     model = judge.prepare(judges_dir)
     videos = judges_dir / "videos"
@@ -94,6 +97,6 @@ def serving(name: str, judges_dir: Path, log_path: Path) -> Iterator[RewardServe
     args = backend_args(judge.backend, str(model), videos, judge.backend_kwargs(judges_dir))
     server = RewardServerProcess(args, log_path, plugins=judge.plugins)
     try:
-        yield server.wait_ready()
+        yield server.wait_ready() if ready else server
     finally:
         server.stop()

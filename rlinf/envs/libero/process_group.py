@@ -6,7 +6,9 @@
 per_process)`` spawned processes (env ``i`` to process ``i mod n``), each stepping its envs one
 after another; with ``rebuild_same_task`` off, a reconfigure that keeps an env's task (its BDDL
 file) keeps its simulator. :meth:`ProcessGroupEnv.freeze` stops stepping an env until its reset
-(its last step's reply repeats). The processes work in parallel; one of them dying or raising is
+(its last step's reply repeats). :meth:`ProcessGroupEnv.step_ahead` steps every env through a
+whole action chunk at once, each process at its own pace, and the ``step`` calls that follow
+replay it. The processes work in parallel; one of them dying or raising is
 a ``RuntimeError`` in the caller naming the process and its traceback, never a hang (every reply
 has a deadline).
 
@@ -21,135 +23,15 @@ a camera env of the same task, built once per task and size in that process.
 from __future__ import annotations
 
 import multiprocessing
-import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from rlinf.envs.libero.env_process import EnvFactory, build_env, serve
+
 REPLY_TIMEOUT_S = 600.0  # a LIBERO env builds in seconds; a reply this late means a hung process
-# (RLinf's env-fn params of one env, cameras?) -> the env; a module-level function (spawn pickles it)
-EnvFactory = Callable[[dict[str, Any], bool], Any]
-CAMERA_KEYS = ("camera_heights", "camera_widths", "camera_names", "camera_depths", "camera_segmentations")
-
-
-def build_env(param: dict[str, Any], cameras: bool) -> Any:
-    """One LIBERO env from RLinf's env-fn params (``bddl_file_name``, ``seed``, ``init_params``)."""
-    param = dict(param)
-    seed = param.pop("seed")
-    if cameras:
-        from libero.libero.envs import OffScreenRenderEnv as env_class
-    else:
-        from libero.libero.envs.env_wrapper import ControlEnv as env_class
-
-        param = {k: v for k, v in param.items() if k not in CAMERA_KEYS}
-        param.update(use_camera_obs=False, has_offscreen_renderer=False, camera_names=[])
-    env = env_class(**param)
-    env.seed(seed)
-    return env
-
-
-class _Process:
-    """The envs of one process (runs in the child): the commands it answers, one method each."""
-
-    def __init__(
-        self, params: list[dict[str, Any]], cameras: bool, record: bool, rebuild: bool, factory: EnvFactory
-    ) -> None:
-        self.cameras, self.record, self.rebuild, self.factory = cameras, record, rebuild, factory
-        self.envs = [factory(p, cameras) for p in params]
-        self.bddl = [p["bddl_file_name"] for p in params]
-        self.history: list[list[np.ndarray]] = [[] for _ in params]
-        self.camera_envs: dict[tuple[str, int], Any] = {}
-        self.last: dict[int, tuple] = {}  # env -> its last step's reply
-        self.frozen: set[int] = set()  # envs that repeat their last reply until their reset
-
-    def step(self, actions: Sequence[np.ndarray], ids: Sequence[int]) -> list[tuple]:
-        out = []
-        for action, i in zip(actions, ids, strict=True):
-            if i not in self.frozen:
-                self.last[i] = self.envs[i].step(action)
-                if self.record:
-                    self.history[i].append(self._state(i))
-            out.append(self.last[i])
-        return out
-
-    def freeze(self, ids: Sequence[int]) -> None:
-        self.frozen.update(i for i in ids if i in self.last)
-
-    def reset(self, ids: Sequence[int]) -> list[Any]:
-        self.frozen.difference_update(ids)
-        return [self.envs[i].reset() for i in ids]
-
-    def seed(self, seed: int) -> None:
-        for env in self.envs:
-            env.seed(seed)
-
-    def set_init_state(self, states: Sequence[np.ndarray], ids: Sequence[int]) -> list[Any]:
-        self.frozen.difference_update(ids)
-        return [self.envs[i].set_init_state(state) for state, i in zip(states, ids, strict=True)]
-
-    def reconfigure(self, params: Sequence[dict[str, Any]], ids: Sequence[int]) -> None:
-        for param, i in zip(params, ids, strict=True):
-            if not self.rebuild and param["bddl_file_name"] == self.bddl[i]:
-                continue  # the same task: the reset that follows sets the new initial state
-            self.envs[i].close()
-            self.envs[i] = self.factory(param, self.cameras)
-            self.bddl[i] = param["bddl_file_name"]
-
-    def mark_episode_start(self, ids: Sequence[int]) -> None:
-        for i in ids:
-            self.history[i] = [self._state(i)]
-
-    def render(self, steps: Sequence[Sequence[int]], ids: Sequence[int], size: int) -> list[np.ndarray]:
-        from rlinf.envs.libero.utils import get_libero_image
-
-        out = []
-        for wanted, i in zip(steps, ids, strict=True):
-            camera = self._camera(self.bddl[i], size)
-            frames = [get_libero_image(camera.regenerate_obs_from_state(self.history[i][s])) for s in wanted]
-            out.append(np.ascontiguousarray(np.stack(frames)))
-        return out
-
-    def close(self) -> None:
-        for env in [*self.envs, *self.camera_envs.values()]:
-            env.close()
-
-    def _state(self, i: int) -> np.ndarray:
-        return np.asarray(self.envs[i].get_sim_state(), dtype=np.float64).copy()
-
-    def _camera(self, bddl: str, size: int) -> Any:
-        if (bddl, size) not in self.camera_envs:
-            from libero.libero.envs import OffScreenRenderEnv
-
-            env = OffScreenRenderEnv(
-                bddl_file_name=bddl, camera_names=["agentview"], camera_heights=size, camera_widths=size
-            )
-            env.reset()  # robosuite renders only after a first reset
-            self.camera_envs[(bddl, size)] = env
-        return self.camera_envs[(bddl, size)]
-
-
-def _serve(conn: Any, params: list[dict[str, Any]], *settings: Any) -> None:
-    """The child's loop: build the envs, then answer ``(command, args)`` until ``close``."""
-    try:
-        envs = _Process(params, *settings)
-        conn.send(("ok", None))
-    except BaseException:
-        conn.send(("error", traceback.format_exc()))
-        return
-    while True:
-        try:
-            command, args = conn.recv()
-        except EOFError:  # the parent is gone
-            envs.close()
-            return
-        try:
-            result = getattr(envs, command)(*args)
-            conn.send(("ok", result))
-        except BaseException:
-            conn.send(("error", traceback.format_exc()))
-        if command == "close":
-            return
 
 
 class ProcessGroupEnv:
@@ -167,6 +49,9 @@ class ProcessGroupEnv:
         if per_process < 1:
             raise ValueError(f"per_process must be >= 1, got {per_process!r}.")
         self.env_num = len(params)
+        self._stepped_ahead: deque[tuple[np.ndarray, list[tuple]]] = (
+            deque()
+        )  # (actions, replies) not yet asked for
         self.record_states = record_states
         # Dealt round-robin (env i to process i mod n): a GRPO group is consecutive envs from one
         # initial state, so its successes (frozen until the reset) tend to come together, and
@@ -179,7 +64,7 @@ class ProcessGroupEnv:
             parent, child = ctx.Pipe()
             settings = (cameras, record_states, rebuild_same_task, factory)
             args = (child, [dict(params[i]) for i in slice_], *settings)
-            process = ctx.Process(target=_serve, args=args, daemon=True)
+            process = ctx.Process(target=serve, args=args, daemon=True)
             process.start()
             child.close()
             self._conns.append(parent)
@@ -194,8 +79,10 @@ class ProcessGroupEnv:
     # ---- RLinf's vector-env calls ------------------------------------------------------
 
     def step(self, actions: Any, id: Any = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list]:
-        ids = self._ids(id)
-        results = self._call("step", ids, list(np.asarray(actions)))
+        if self._stepped_ahead:
+            results = self._next_stepped_ahead(actions, id)
+        else:
+            results = self._call("step", self._ids(id), list(np.asarray(actions)))
         obs, rewards, dones, infos = zip(*results, strict=True)
         return _objects(obs), np.asarray(rewards, dtype=float), np.asarray(dones, dtype=bool), list(infos)
 
@@ -227,6 +114,37 @@ class ProcessGroupEnv:
             process.join(timeout=30)
             if process.is_alive():
                 process.kill()
+
+    def step_ahead(self, chunk_actions: Any, freeze_on_done: bool) -> None:
+        """Step every env through its whole chunk now, ``chunk_actions[env, k]`` its ``k``-th action;
+        the next ``k`` :meth:`step` calls (all envs, the same actions) return these steps' replies.
+
+        Each process steps its envs one after another through the chunk, so the processes meet
+        once a chunk instead of once a step (at every step the faster one waited for the slower).
+        ``freeze_on_done``: an env whose step reports ``done`` is frozen at once, as a caller that
+        freezes an env after a step that ended its episode would have it; without it an env is
+        only frozen by :meth:`freeze`, as with :meth:`step`.
+        """
+        chunk = np.asarray(chunk_actions)
+        if chunk.ndim != 3 or len(chunk) != self.env_num:
+            raise ValueError(
+                f"chunk_actions must be (num_envs={self.env_num}, steps, action_dim), got {chunk.shape}."
+            )
+        per_env = self._call("step_chunk", self._ids(None), list(chunk), extra=(bool(freeze_on_done),))
+        self._stepped_ahead = deque(
+            (chunk[:, k], [replies[k] for replies in per_env]) for k in range(chunk.shape[1])
+        )
+
+    def _next_stepped_ahead(self, actions: Any, id: Any) -> list[tuple]:
+        """The replies of the next step that :meth:`step_ahead` took; RuntimeError (and the rest
+        dropped) unless the caller asks for that step: every env, the same actions."""
+        expected, replies = self._stepped_ahead.popleft()
+        if id is not None or not np.array_equal(np.asarray(actions), expected):
+            self._stepped_ahead.clear()
+            raise RuntimeError(
+                "step() after step_ahead() must replay the chunk's actions, for every env and in order."
+            )
+        return replies
 
     def freeze(self, id: Any) -> None:
         """Stop stepping these envs until their next reset: each ``step`` repeats the env's last

@@ -10,6 +10,9 @@ its defaults every hook hands straight to RLinf's method, so the env is RLinf's 
 * ``get_env_fn_params``: without ``rebuild_on_reset``, robosuite's soft reset (``hard_reset:
   False``: the model is not reloaded from its XML at every reset; the initial state is set after
   it either way);
+* ``chunk_step``: the processes take the chunk's steps at once
+  (:meth:`~rlinf.envs.libero.process_group.ProcessGroupEnv.step_ahead`), then RLinf's
+  ``chunk_step`` asks for them one by one;
 * ``_record_metrics``: without ``step_ended_episodes``, an env whose episode just succeeded is
   frozen until its reset (:meth:`~rlinf.envs.libero.process_group.ProcessGroupEnv.freeze`);
 * ``_compute_total_num_group_envs``: ``initial_states`` becomes RLinf's pool of valid reset ids,
@@ -77,6 +80,17 @@ class SimulationHooks:
             record_states=self._records_states,
             rebuild_same_task=self._sim.rebuild_on_reset,
         )
+
+    def chunk_step(self, chunk_actions: Any) -> tuple:
+        if not self._sim.is_default:
+            # RLinf steps a chunk without resetting inside it (auto_reset=False), so the processes can
+            # take all its steps at once; freezing there on `done` (LIBERO's success) is what
+            # _record_metrics would do after each step.
+            actions = (
+                chunk_actions.detach().cpu().numpy() if hasattr(chunk_actions, "detach") else chunk_actions
+            )
+            self.env.step_ahead(actions, freeze_on_done=not self._sim.step_ended_episodes)
+        return super().chunk_step(chunk_actions)
 
     def get_env_fn_params(self, env_idx: Any = None) -> list[dict[str, Any]]:
         params = super().get_env_fn_params(env_idx)
