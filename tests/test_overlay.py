@@ -107,6 +107,7 @@ FORK_FILES = {
     "rlinf/envs/libero/reward_term.py",
     "rlinf/envs/libero/expert_state.py",
     "rlinf/envs/libero/process_group.py",
+    "rlinf/envs/libero/env_process.py",
     "rlinf/envs/libero/simulation.py",
     "rlinf/envs/libero/simulation_env.py",
 }

@@ -10,7 +10,6 @@ later through a camera env of the same task, built once per task and size.
 
 from __future__ import annotations
 
-import os
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -134,11 +133,6 @@ class EnvProcess:
 
 def serve(conn: Any, params: list[dict[str, Any]], *settings: Any) -> None:
     """The child's loop: build the envs, then answer ``(command, args)`` until ``close``."""
-    # Software GL (Mesa's llvmpipe, EGL without a GPU) rasterizes a judge frame in the calling
-    # thread with no helper threads for ~20% less CPU and the same pixels (benchmarks/
-    # bench_render_threads.py); the other processes keep every core busy during a rollout anyway.
-    # A GPU's EGL ignores it; a value the user set wins.
-    os.environ.setdefault("LP_NUM_THREADS", "0")
     try:
         envs = EnvProcess(params, *settings)
         conn.send(("ok", None))
