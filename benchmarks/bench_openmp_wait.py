@@ -16,10 +16,9 @@ Interleaved, rotating order; ratios per repetition.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 
+from benchmarks import harness
 from benchmarks.harness import REPO, Row, Stats, header, interleave, parse_args, print_table, ratios
 
 POLICIES = ("unset", "PASSIVE")  # unset: GNU OpenMP's default, what a process gets without the script
@@ -60,23 +59,9 @@ def measure(policy: str, beside: bool, steps: int) -> Callable[[], float]:
     """Seconds of ``steps`` training steps under ``policy``, alone or beside the busy neighbour."""
 
     def run() -> float:
-        neighbour = None
-        if beside:
-            neighbour = subprocess.Popen([sys.executable, "-c", NEIGHBOUR], env=_env(policy))
-        try:
-            out = subprocess.run(
-                [sys.executable, "-c", WORKLOAD, str(steps)],
-                env=_env(policy),
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                check=True,
-            )
-        finally:
-            if neighbour is not None:
-                neighbour.kill()
-                neighbour.wait(timeout=60)
-        return float(out.stdout.strip().splitlines()[-1])
+        return float(
+            harness.run_script(WORKLOAD, [str(steps)], _env(policy), NEIGHBOUR if beside else None, TIMEOUT_S)
+        )
 
     return run
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 
+from benchmarks import harness
 from benchmarks.harness import REPO, Row, Stats, header, interleave, parse_args, print_table, ratios
 
 SETTINGS = ("unset", "0")  # LP_NUM_THREADS: llvmpipe's default (a thread per core), or none
@@ -67,22 +66,8 @@ def measure(name: str, setting: str, beside: bool, frames: int) -> Callable[[], 
     """Wall milliseconds per frame under ``setting`` (the CPU's go to ``CPU_MS[name]``)."""
 
     def run() -> float:
-        neighbour = subprocess.Popen([sys.executable, "-c", BUSY]) if beside else None
-        try:
-            out = subprocess.run(
-                [sys.executable, "-c", WORKLOAD, str(frames)],
-                env=_env(setting),
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-                check=True,
-                cwd=REPO,
-            )
-        finally:
-            if neighbour is not None:
-                neighbour.kill()
-                neighbour.wait(timeout=60)
-        result = json.loads(out.stdout.strip().splitlines()[-1])
+        line = harness.run_script(WORKLOAD, [str(frames)], _env(setting), BUSY if beside else None, TIMEOUT_S)
+        result = json.loads(line)
         DIGESTS.add(result["digest"])
         CPU_MS.setdefault(name, []).append(float(result["cpu_ms"]))
         return float(result["wall_ms"])

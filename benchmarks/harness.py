@@ -16,6 +16,8 @@ import argparse
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -108,6 +110,29 @@ def interleave(
             if rep >= warmup:
                 samples[name].append(value)
     return samples
+
+
+def run_script(
+    code: str, args: Sequence[str], env: Mapping[str, str], neighbour: str | None = None, timeout: float = 900
+) -> str:
+    """``python -c CODE ARGS`` in a fresh process (``neighbour``: another ``python -c`` running
+    beside it, killed after); its last line of output. ``CalledProcessError`` if it fails."""
+    beside = None if neighbour is None else subprocess.Popen([sys.executable, "-c", neighbour], env=dict(env))
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=dict(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+            cwd=REPO,
+        )
+    finally:
+        if beside is not None:
+            beside.kill()
+            beside.wait(timeout=60)
+    return out.stdout.strip().splitlines()[-1]
 
 
 def timed(fn: Callable[[], Any]) -> float:
