@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from examples.embodiment.reward_comparison import cli, results
@@ -129,9 +131,17 @@ def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypat
     )
     launched = []
 
-    def sleeper(block, args):  # the run: a process that would outlive the test if left running
+    # The run: a process that would outlive the test if left running. SIGINT restored to its default:
+    # a test run in the background (the suite's light part) starts with it ignored.
+    run_command = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(2, signal.SIG_DFL); time.sleep(300)",
+    ]
+
+    def sleeper(block, args):
         launched.append(block["endpoint"])
-        return ["sleep", "300"]
+        return run_command
 
     popen = cli.subprocess.Popen  # the same module the server's launcher uses: both are seen
     started = []
@@ -144,6 +154,6 @@ def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypat
     out = capsys.readouterr().out
     assert "[compare] broken: its judge could not start:" in out and "reward_server.log" in out
     assert launched and launched[0].startswith("http://127.0.0.1:"), "the run got the judge's endpoint"
-    run = [p for p in started if p.args == ["sleep", "300"]]
+    run = [p for p in started if p.args == run_command]
     assert [p.poll() for p in run] == [-2], "the run was launched, then stopped by SIGINT"
     assert not (tmp_path / "out" / "broken" / cli.FINISHED).exists()
