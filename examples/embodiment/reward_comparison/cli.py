@@ -174,7 +174,7 @@ def run_once(spec: RunSpec, args: argparse.Namespace) -> int:
         # The judge loads while the run starts Ray and builds its envs: a run's first scoring call
         # comes at its first episode's end, minutes later; a judge that never gets ready stops the run.
         log = run_dir / "reward_server.log"
-        with judges.serving(spec.judge, args.out / "judges", log, ready=False) as server:
+        with judges.serving(spec.judge, args.out / "judges", log) as server:
             status, log_dir = train(spec, spec.block(server.endpoint), run_dir, args, judge=server)
     if status in (EXIT_OK, EXIT_GUARD_STOP):
         finished = {"status": status, "wall_s": time.monotonic() - started, "log_dir": str(log_dir)}

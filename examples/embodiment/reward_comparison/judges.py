@@ -85,11 +85,10 @@ def register_judge(name: str, judge: Judge) -> Judge:
 
 
 @contextmanager
-def serving(name: str, judges_dir: Path, log_path: Path, ready: bool = True) -> Iterator[RewardServerProcess]:
-    """Judge ``name``'s server for the duration of the ``with``; stopped after it.
-
-    ``ready``: healthy when the ``with`` starts; without it the server is only started (its
-    endpoint known), and the caller waits for it (``wait_ready``) while it does something else."""
+def serving(name: str, judges_dir: Path, log_path: Path) -> Iterator[RewardServerProcess]:
+    """Judge ``name``'s server, started (its endpoint known, its model maybe still loading), for
+    the duration of the ``with``; stopped after it. The caller waits for it (``wait_ready``) while
+    it does something else: the comparison launches the run first."""
     judge = JUDGES[name]
     model = judge.prepare(judges_dir)
     videos = judges_dir / "videos"
@@ -97,6 +96,6 @@ def serving(name: str, judges_dir: Path, log_path: Path, ready: bool = True) -> 
     args = backend_args(judge.backend, str(model), videos, judge.backend_kwargs(judges_dir))
     server = RewardServerProcess(args, log_path, plugins=judge.plugins)
     try:
-        yield server.wait_ready() if ready else server
+        yield server
     finally:
         server.stop()

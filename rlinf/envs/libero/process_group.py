@@ -49,9 +49,8 @@ class ProcessGroupEnv:
         if per_process < 1:
             raise ValueError(f"per_process must be >= 1, got {per_process!r}.")
         self.env_num = len(params)
-        self._stepped_ahead: deque[tuple[np.ndarray, list[tuple]]] = (
-            deque()
-        )  # (actions, replies) not yet asked for
+        # step_ahead's (actions, replies) of the steps not yet asked for
+        self._stepped_ahead: deque[tuple[np.ndarray, list[tuple]]] = deque()
         self.record_states = record_states
         # Dealt round-robin (env i to process i mod n): a GRPO group is consecutive envs from one
         # initial state, so its successes (frozen until the reset) tend to come together, and
