@@ -35,6 +35,7 @@ pytestmark = [pytest.mark.libero, pytest.mark.slow]
 NUM_ENVS, MAX_STEPS, CHUNK, CHUNKS = 2, 6, 4, 3
 END_STEP = MAX_STEPS - 1  # 0-based index of the truncation step
 COEF = 5.0  # reward_coef of libero_10.yaml
+STEP_AFTER_END_S = 0.5  # a simulator step after the end step, in the in-flight test
 
 
 class EnvCase:
@@ -233,13 +234,18 @@ def test_the_request_is_in_flight_while_the_chunk_goes_on(
     ctx: EnvCase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Chunks of 5: the episodes end (step 6) at the first step of the second chunk. The
-    # server must see the job before the chunk's last simulator step begins.
+    # server must see the job before the chunk's last simulator step begins. The steps after
+    # the end step are slowed: idle steps take ~5 ms, shorter than encoding and sending the
+    # clip beside a busy CI (CI once saw the job start 50 ms after the last step began), and a
+    # request held until the chunk's end would still start after all of them.
     sim_cls = type(ctx.env.env)  # RLinf's vector of LIBERO processes
     step_started: list[float] = []
     original = sim_cls.step
 
     def timed_step(self: Any, *args: Any, **kwargs: Any) -> Any:
         step_started.append(time.time())
+        if len(step_started) > MAX_STEPS:
+            time.sleep(STEP_AFTER_END_S)
         return original(self, *args, **kwargs)
 
     ctx.configure(backend_kwargs={"answer": "0.7"})
