@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -120,8 +121,20 @@ def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch,
     assert "[compare] native interrupted; rerun the same command to resume." in capsys.readouterr().out
 
 
-def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypatch, tmp_path, capsys) -> None:
-    """The judge loads while its run starts up; a server that exits instead ends the run, not a hang."""
+@pytest.fixture
+def sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored, as in a shell's background job; its handler restored after the test."""
+    set_handler = signal.signal  # taken before a test replaces it
+    previous = set_handler(signal.SIGINT, signal.SIG_IGN)
+    yield
+    set_handler(signal.SIGINT, previous)
+
+
+def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(
+    sigint_ignored, monkeypatch, tmp_path, capsys
+) -> None:
+    """The judge loads while its run starts up; a server that exits instead ends the run, not a
+    hang: by SIGINT, although the comparison started with SIGINT ignored (a background job)."""
     from examples.embodiment.reward_comparison import judges, runs
 
     broken = judges.Judge("no_such_backend", lambda judges_dir: tmp_path / "model")
@@ -130,14 +143,7 @@ def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypat
         runs.RUNS, "broken", runs.RunSpec("broken", "a judge that cannot start", judge="broken")
     )
     launched = []
-
-    # The run: a process that would outlive the test if left running. SIGINT restored to its default:
-    # a test run in the background (the suite's light part) starts with it ignored.
-    run_command = [
-        sys.executable,
-        "-c",
-        "import signal, time; signal.signal(2, signal.SIG_DFL); time.sleep(300)",
-    ]
+    run_command = ["sleep", "300"]  # the run: a process that would outlive the test if left running
 
     def sleeper(block, args):
         launched.append(block["endpoint"])
@@ -154,6 +160,6 @@ def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(monkeypat
     out = capsys.readouterr().out
     assert "[compare] broken: its judge could not start:" in out and "reward_server.log" in out
     assert launched and launched[0].startswith("http://127.0.0.1:"), "the run got the judge's endpoint"
-    run = [p for p in started if p.args == run_command]
+    run = [p for p in started if p.args[-2:] == run_command]
     assert [p.poll() for p in run] == [-2], "the run was launched, then stopped by SIGINT"
     assert not (tmp_path / "out" / "broken" / cli.FINISHED).exists()

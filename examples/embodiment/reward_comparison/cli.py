@@ -200,7 +200,9 @@ def train(
 ) -> tuple[int, Path]:
     """One ``--cpu-learn`` run with ``block``'s reward settings; (exit status, its log dir).
     ``judge``: its server, started; awaited once the run is launched."""
-    command = run_command(block, args)
+    # SIGINT's default restored in the run (GNU env): a comparison started as a shell's background
+    # job has it ignored, which its run would inherit and then only die by _stop's SIGKILL.
+    command = ["env", "--default-signal=INT", *run_command(block, args)]
     env = {**os.environ, "LOG_ROOT": str(run_dir / "logs")}
     with open(run_dir / "run.log", "w") as log:
         proc = subprocess.Popen(
