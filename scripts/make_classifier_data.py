@@ -1,16 +1,19 @@
 """Make the classifier's labelled frame set (``reward_eval/classifier/data``) from the simulator.
 
-    nice -n 10 timeout 3600 .venv/bin/python scripts/make_classifier_data.py [--out DIR]
+    nice -n 10 timeout 3600 .venv/bin/python scripts/make_classifier_data.py [--out DIR] [--variants NAME]
 
 One episode per initial state of libero_10 tasks 0, 1 and 7 (50 each), the policy chosen by the
-trial (:data:`VARIANTS`, in turn): the scripted expert as it is (successes), the expert dropping its
-last object at each phase (near misses: one object in the basket, the other not), the expert
-with action noise 0.2 (mostly failures), and the random policy (other policies' failures). Each
-episode is played without cameras and only its kept frames are rendered
-(:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the env's client would send a
-judge, and for a success six more over the 48 steps after it. Every frame is labelled by the
-simulator (:mod:`reward_eval.classifier.labelled_set`) and goes through one path (render at
-``--camera`` px, MP4 encode, later decode), so a classifier cannot tell the classes by the codec.
+trial (:data:`VARIANT_TABLES`, in turn): the scripted expert as it is (successes), the expert
+dropping its last object at each phase (near misses: one object in the basket, the other not), the
+expert with action noise 0.2 (mostly failures), and the random policy (other policies' failures).
+``--variants near_miss`` turns two of the five clean experts into the expert letting each object
+go 4 cm off its point (on the rim or beside the basket: the learning comparison's kind of near
+miss, which the default set has none of). Each episode is played without cameras and only its
+kept frames are rendered (:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the
+env's client would send a judge, and for a success six more over the 48 steps after it. Every
+frame is labelled by the simulator (:mod:`reward_eval.classifier.labelled_set`) and goes through
+one path (render at ``--camera`` px, MP4 encode, later decode), so a classifier cannot tell the
+classes by the codec.
 
 The split is drawn here, by initial state, and written into the manifest: a quarter of each
 task's states held out, half of those (the reserved ones excepted) the test split; the main job's
@@ -56,24 +59,29 @@ MAX_STEPS = MAIN_JOB.max_episode_steps  # the set's episodes end where the main 
 AFTER_STEPS, AFTER_EVERY = 48, 8  # frames of a success's goal holding: 6, one per 8 steps
 HOLDOUT_FRACTION = 0.25
 PROGRESS = "episodes.jsonl"
-# (name, policy, policy kwargs): trial t of task k plays VARIANTS[(t + k) % len(VARIANTS)].
-VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
-    ("expert", "expert", {}),
+Variant = tuple[str, str, dict[str, Any]]  # (name, policy, policy kwargs)
+EXPERT: Variant = ("expert", "expert", {})
+# Each release point jittered by a 4 cm Gaussian: the expert's points are 3 cm from the basket's
+# centre, so some objects land in it and some on its rim or beside it (labelled by the simulator).
+BESIDE: Variant = ("beside", "expert", {"place_noise": 0.04})
+FAILURES: tuple[Variant, ...] = (
     ("drop_carry", "expert", {"drop": "carry"}),
     ("drop_lift", "expert", {"drop": "lift"}),
     ("drop_close", "expert", {"drop": "close"}),
     ("noise", "expert", {"action_noise": 0.2}),
     ("random", "random", {}),
 )
+# Trial t of task k plays table[(t + k) % len(table)]. "default" made the shipped set.
+VARIANT_TABLES: dict[str, tuple[Variant, ...]] = {
+    "default": (EXPERT,) * 5 + FAILURES,
+    "near_miss": (EXPERT,) * 3 + (BESIDE,) * 2 + FAILURES,
+}
+VARIANTS = VARIANT_TABLES["default"]
 
 
-def variant_of(task: int, trial: int) -> tuple[str, str, dict[str, Any]]:
-    """The policy an initial state is played with (see :data:`VARIANTS`)."""
-    return VARIANTS[(trial + task) % len(VARIANTS)]
+def variant_of(task: int, trial: int, variants: Sequence[Variant] = VARIANTS) -> Variant:
+    """The policy an initial state is played with (see :data:`VARIANT_TABLES`)."""
+    return variants[(trial + task) % len(variants)]
 
 
 def episode_seed(seed: int, task: int, trial: int) -> int:
@@ -96,10 +104,16 @@ def labelled(
 
 
 def make_episode(
-    scene: LabelledScene, task: int, trial: int, seed: int, out: Path, split: str
+    scene: LabelledScene,
+    task: int,
+    trial: int,
+    seed: int,
+    out: Path,
+    split: str,
+    variants: Sequence[Variant] = VARIANTS,
 ) -> LabelledEpisode:
     """Play, render, encode and label one episode into ``out``."""
-    name, policy, kwargs = variant_of(task, trial)
+    name, policy, kwargs = variant_of(task, trial, variants)
     episode_seed_ = episode_seed(seed, task, trial)
     trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, AFTER_STEPS)
     stem = f"t{task}_s{trial:02d}_{name}"
@@ -127,7 +141,8 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "after": [AFTER_STEPS, AFTER_EVERY],
         "holdout_fraction": HOLDOUT_FRACTION,
         "test_fraction": TEST_FRACTION,
-        "variants": [list(v) for v in VARIANTS],
+        "variant_table": args.variants,
+        "variants": [list(v) for v in VARIANT_TABLES[args.variants]],
         "note": "Regenerate with scripts/make_classifier_data.py.",
     }
 
@@ -155,7 +170,9 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
         scene = LabelledScene(SUITE, task, args.camera)
         for trial in todo:
             split = "test" if (task, trial) in test else "held_out" if (task, trial) in held else "train"
-            episode = make_episode(scene, task, trial, args.seed, args.out, split)
+            episode = make_episode(
+                scene, task, trial, args.seed, args.out, split, VARIANT_TABLES[args.variants]
+            )
             done[episode.state] = episode
             with progress.open("a") as f:
                 f.write(json.dumps(episode.to_json()) + "\n")
@@ -176,6 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--camera", type=int, default=128, help="render size in px (the env's camera_heights)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the split and every policy")
+    parser.add_argument(
+        "--variants",
+        choices=sorted(VARIANT_TABLES),
+        default="default",
+        help="the policies the trials take turns with (default: the shipped set's)",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -163,3 +163,64 @@ def test_a_judge_that_never_gets_ready_stops_the_run_it_started_beside(
     run = [p for p in started if p.args[-2:] == run_command]
     assert [p.poll() for p in run] == [-2], "the run was launched, then stopped by SIGINT"
     assert not (tmp_path / "out" / "broken" / cli.FINISHED).exists()
+
+
+@pytest.fixture
+def near_miss_set(monkeypatch, tmp_path):
+    """The near-miss judge's set in ``tmp_path``, its making and the classifier's training recorded."""
+    from examples.embodiment.reward_comparison import judges
+
+    data = tmp_path / "data_near_miss"
+    calls = {"make": [], "train": []}
+
+    def make(command, **kwargs):
+        calls["make"].append(command)
+        data.mkdir()
+        (data / "manifest.json").write_text("{}")
+        return cli.subprocess.CompletedProcess(command, 0)
+
+    def train(checkpoint, options, data_dir):
+        calls["train"].append((checkpoint, tuple(options), data_dir))
+        return 0
+
+    monkeypatch.setattr(judges, "NEAR_MISS_DATA", data)
+    monkeypatch.setattr(judges.subprocess, "run", make)
+    monkeypatch.setattr(judges.setup_checkpoint, "ensure", train)
+    return data, calls
+
+
+def test_the_near_miss_judge_makes_its_set_once_then_trains_on_it(near_miss_set, tmp_path) -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    data, calls = near_miss_set
+    first, second = (judges.JUDGES["near_miss"].prepare(tmp_path) for _ in range(2))
+    assert first == second == judges.setup_checkpoint.CHECKPOINT.with_name("libero_basket_resnet_near_miss")
+    [command] = calls["make"]  # the second finds the set's manifest
+    assert command[1:] == [str(judges.DATA_SCRIPT), "--variants", "near_miss", "--out", str(data)]
+    assert calls["train"] == [(first, (), data)] * 2
+
+
+@pytest.mark.parametrize(
+    ("judge", "data"),
+    [("classifier", "shipped"), ("lenient", "shipped"), ("progress", "shipped"), ("near_miss", "near_miss")],
+    ids=["classifier", "lenient", "progress", "near_miss"],
+)
+def test_each_classifier_judge_trains_on_its_own_set(near_miss_set, tmp_path, judge: str, data: str) -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    near_miss_data, calls = near_miss_set
+    judges.JUDGES[judge].prepare(tmp_path)
+    expected = {"shipped": judges.DEFAULT_DATA_DIR, "near_miss": near_miss_data}[data]
+    assert [data_dir for _, _, data_dir in calls["train"]] == [expected]
+
+
+def test_a_set_that_cannot_be_made_is_a_judge_error(near_miss_set, monkeypatch, tmp_path) -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    monkeypatch.setattr(
+        judges.subprocess, "run", lambda command, **kw: cli.subprocess.CompletedProcess(command, 1)
+    )
+    with pytest.raises(
+        judges.JudgeError, match=r"making the labelled set .*data_near_miss ended with exit status 1"
+    ):
+        judges.JUDGES["near_miss"].prepare(tmp_path)

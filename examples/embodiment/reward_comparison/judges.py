@@ -10,11 +10,16 @@ context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Th
   basket counts as a success), stamped the same way, beside it;
 - ``progress``: the same with ``--target goal_fraction`` (the share of the goal's predicates
   that hold: a graded progress judge), beside it too;
+- ``near_miss``: the success classifier trained on a set whose near misses include objects let go
+  beside the basket (``scripts/make_classifier_data.py --variants near_miss``, made once into
+  :data:`NEAR_MISS_DATA`, ~25 min here), stamped beside set-up's;
 - ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,16 +27,41 @@ from pathlib import Path
 from typing import Any
 
 from reward_eval.classifier import setup_checkpoint
+from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
+from reward_eval.job.paths import REPO
 from vlm_reward.tools.server_process import RewardServerProcess, backend_args
+
+NEAR_MISS_DATA = setup_checkpoint.CHECKPOINT.parent / "data_near_miss"
+DATA_SCRIPT = REPO / "scripts" / "make_classifier_data.py"
+DATA_TIMEOUT_S = 3 * 3600  # 25 min quiet; a hung simulator still ends the comparison
 
 
 class JudgeError(RuntimeError):
     """A judge's model could not be made ready; the message says which and why."""
 
 
-def _classifier(options: Sequence[str], checkpoint: Path) -> Callable[[Path], Path]:
+def _shipped_data() -> Path:
+    return DEFAULT_DATA_DIR
+
+
+def _near_miss_data() -> Path:
+    """The labelled set whose near misses include releases beside the basket
+    (``make_classifier_data.py --variants near_miss``): made once, beside set-up's checkpoint;
+    an interrupted making resumes."""
+    if not (NEAR_MISS_DATA / MANIFEST).is_file():
+        print(f"[compare] making the labelled set {NEAR_MISS_DATA} (~25 min here, once)", flush=True)
+        command = [sys.executable, str(DATA_SCRIPT), "--variants", "near_miss", "--out", str(NEAR_MISS_DATA)]
+        status = subprocess.run(command, timeout=DATA_TIMEOUT_S, check=False).returncode
+        if status != 0:
+            raise JudgeError(f"making the labelled set {NEAR_MISS_DATA} ended with exit status {status}.")
+    return NEAR_MISS_DATA
+
+
+def _classifier(
+    options: Sequence[str], checkpoint: Path, data: Callable[[], Path] = _shipped_data
+) -> Callable[[Path], Path]:
     def prepare(judges_dir: Path) -> Path:
-        status = setup_checkpoint.ensure(checkpoint, options)
+        status = setup_checkpoint.ensure(checkpoint, options, data())
         if status != 0:
             raise JudgeError(f"training the classifier {checkpoint} ended with exit status {status}.")
         return checkpoint
@@ -72,6 +102,7 @@ JUDGES: dict[str, Judge] = {
     "classifier": Judge("resnet", _classifier((), setup_checkpoint.CHECKPOINT)),
     "lenient": Judge("resnet", _classifier(("--target", "half_goal"), _beside("half_goal"))),
     "progress": Judge("resnet", _classifier(("--target", "goal_fraction"), _beside("goal_fraction"))),
+    "near_miss": Judge("resnet", _classifier((), _beside("near_miss"), _near_miss_data)),
     "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm),
 }
 

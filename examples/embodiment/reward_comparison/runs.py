@@ -43,6 +43,13 @@ RUNS: dict[str, RunSpec] = {
             reward_model={**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5},
         ),
         RunSpec(
+            "near_miss",
+            "the success classifier trained also on objects let go beside the basket "
+            "(make_classifier_data.py --variants near_miss), a 0/1 reward at 0.5",
+            judge="near_miss",
+            reward_model={**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5},
+        ),
+        RunSpec(
             "tiny_vlm",
             "the tiny random-weight Qwen2.5-VL (qwen_vl_hf), its score as a graded reward",
             judge="tiny_vlm",

@@ -1,0 +1,57 @@
+"""scripts/make_classifier_data.py's policy tables, without the simulator: which policy plays which
+initial state (the episodes themselves: tests/reward_eval/classifier/test_make_classifier_data.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from reward_eval.policies.expert import Spoiler
+from tests.support.labelled_episodes import data_script
+
+script = data_script()
+TABLES = sorted(script.VARIANT_TABLES)
+
+
+def test_the_default_table_is_the_shipped_sets() -> None:
+    from reward_eval.classifier.labelled_set import load_set
+
+    shipped = load_set(script.DEFAULT_DATA_DIR)
+    assert shipped.settings["variants"] == [list(v) for v in script.VARIANTS]
+    for episode in shipped.episodes:
+        assert script.variant_of(*episode.state)[0] == episode.variant, episode.state
+
+
+@pytest.mark.parametrize("name", TABLES, ids=TABLES)
+def test_a_table_keeps_the_failures_on_the_same_trials(name: str) -> None:
+    """Every table is as long as the default and differs only among its successes' turns, so a
+    state that fails by a drop, noise or the random policy in one set fails so in every set."""
+    table, default = script.VARIANT_TABLES[name], script.VARIANTS
+    assert len(table) == len(default)
+    for ours, theirs in zip(table, default, strict=True):
+        assert ours == theirs or theirs == script.EXPERT
+    for _, policy, kwargs in table:
+        if policy == "expert":
+            Spoiler(**kwargs)  # valid options, or ValueError
+
+
+def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
+    table = script.VARIANT_TABLES["near_miss"]
+    assert table.count(script.BESIDE) == 2 and table.count(script.EXPERT) == 3
+    assert script.variant_of(0, 3, table) == script.BESIDE and script.variant_of(0, 3) == script.EXPERT
+
+
+@pytest.mark.parametrize("name", TABLES, ids=TABLES)
+def test_the_manifest_names_its_table(name: str) -> None:
+    args = argparse.Namespace(tasks=[0], trials=2, camera=64, seed=0, variants=name)
+    settings = script.settings(args)
+    assert settings["variant_table"] == name
+    assert settings["variants"] == [list(v) for v in script.VARIANT_TABLES[name]]
+
+
+def test_an_unknown_table_is_named_with_the_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--variants", "lenient", "--out", "/nonexistent/never-made"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'lenient' (choose from 'default', 'near_miss')" in capsys.readouterr().err
