@@ -7,13 +7,13 @@ trial (:data:`VARIANT_TABLES`, in turn): the scripted expert as it is (successes
 dropping its last object at each phase (near misses: one object in the basket, the other not), the
 expert with action noise 0.2 (mostly failures), and the random policy (other policies' failures).
 ``--variants near_miss`` turns two of the five clean experts into the expert letting each object
-go 4 cm off its point (on the rim or beside the basket: the learning comparison's kind of near
-miss, which the default set has none of). Each episode is played without cameras and only its
-kept frames are rendered (:mod:`reward_eval.classifier.simulation`): the ``nframes`` frames the
-env's client would send a judge, and for a success six more over the 48 steps after it. Every
-frame is labelled by the simulator (:mod:`reward_eval.classifier.labelled_set`) and goes through
-one path (render at ``--camera`` px, MP4 encode, later decode), so a classifier cannot tell the
-classes by the codec.
+go at a point jittered by 7 cm (on the rim or beside the basket when it misses: the learning
+comparison's kind of near miss, which the default set has none of). Each episode is played
+without cameras and only its kept frames are rendered (:mod:`reward_eval.classifier.simulation`):
+the ``nframes`` frames the env's client would send a judge, and for a success six more over the
+48 steps after it. Every frame is labelled by the simulator
+(:mod:`reward_eval.classifier.labelled_set`) and goes through one path (render at ``--camera``
+px, MP4 encode, later decode), so a classifier cannot tell the classes by the codec.
 
 The split is drawn here, by initial state, and written into the manifest: a quarter of each
 task's states held out, half of those (the reserved ones excepted) the test split; the main job's
@@ -61,9 +61,9 @@ HOLDOUT_FRACTION = 0.25
 PROGRESS = "episodes.jsonl"
 Variant = tuple[str, str, dict[str, Any]]  # (name, policy, policy kwargs)
 EXPERT: Variant = ("expert", "expert", {})
-# Each release point jittered by a 4 cm Gaussian: the expert's points are 3 cm from the basket's
+# Each release point jittered by a 7 cm Gaussian: the expert's points are 3 cm from the basket's
 # centre, so some objects land in it and some on its rim or beside it (labelled by the simulator).
-BESIDE: Variant = ("beside", "expert", {"place_noise": 0.04})
+BESIDE: Variant = ("beside", "expert", {"place_noise": 0.07})
 FAILURES: tuple[Variant, ...] = (
     ("drop_carry", "expert", {"drop": "carry"}),
     ("drop_lift", "expert", {"drop": "lift"}),
