@@ -197,7 +197,7 @@ def test_the_near_miss_judge_makes_its_set_once_then_trains_on_it(near_miss_set,
     assert first == second == judges.setup_checkpoint.CHECKPOINT.with_name("libero_basket_resnet_near_miss")
     [command] = calls["make"]  # the second finds the set's manifest
     assert command[1:] == [str(judges.DATA_SCRIPT), "--variants", "near_miss", "--out", str(data)]
-    assert calls["train"] == [(first, (), data)] * 2
+    assert calls["train"] == [(first, judges.NEAR_MISS_OPTIONS, data)] * 2
 
 
 @pytest.mark.parametrize(
