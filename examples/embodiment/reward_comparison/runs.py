@@ -31,6 +31,12 @@ class RunSpec:
 
 
 _JUDGED = {"nframes": 16, "send_video_inline": True, "timeout": 120.0}
+_ZERO_ONE = {
+    **_JUDGED,
+    "backend": "resnet",
+    "binary_reward": True,
+    "success_threshold": 0.5,
+}  # a classifier's 0/1
 
 RUNS: dict[str, RunSpec] = {
     spec.name: spec
@@ -40,14 +46,14 @@ RUNS: dict[str, RunSpec] = {
             "classifier",
             "the success classifier set-up trains (backend resnet), a 0/1 reward at 0.5",
             judge="classifier",
-            reward_model={**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5},
+            reward_model=_ZERO_ONE,
         ),
         RunSpec(
             "near_miss",
             "the success classifier trained also on objects let go beside the basket "
             "(make_classifier_data.py --variants near_miss), a 0/1 reward at 0.5",
             judge="near_miss",
-            reward_model={**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5},
+            reward_model=_ZERO_ONE,
         ),
         RunSpec(
             "tiny_vlm",
@@ -75,10 +81,7 @@ RUNS: dict[str, RunSpec] = {
             "the live watch's guard on (warn)",
             judge="lenient",
             reward_model={
-                **_JUDGED,
-                "backend": "resnet",
-                "binary_reward": True,
-                "success_threshold": 0.5,
+                **_ZERO_ONE,
                 # at most one step's failures, so that a lenient judge trips it within the run
                 "guard": {"enable": True, "action": "warn", "min_episodes": 8, "window": 32},
             },
