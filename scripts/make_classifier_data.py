@@ -158,6 +158,7 @@ def resumed(progress: Path) -> dict[tuple[int, int], LabelledEpisode]:
 def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
     """Every episode of the set, task by task (one simulator process), resuming from ``PROGRESS``."""
     states = [(task, trial) for task in args.tasks for trial in range(args.trials)]
+    variants = VARIANT_TABLES[args.variants]
     held = choose_held_out(states, HOLDOUT_FRACTION, args.seed)
     test = choose_test(held, TEST_FRACTION, args.seed)
     progress = args.out / PROGRESS
@@ -170,9 +171,7 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
         scene = LabelledScene(SUITE, task, args.camera)
         for trial in todo:
             split = "test" if (task, trial) in test else "held_out" if (task, trial) in held else "train"
-            episode = make_episode(
-                scene, task, trial, args.seed, args.out, split, VARIANT_TABLES[args.variants]
-            )
+            episode = make_episode(scene, task, trial, args.seed, args.out, split, variants)
             done[episode.state] = episode
             with progress.open("a") as f:
                 f.write(json.dumps(episode.to_json()) + "\n")

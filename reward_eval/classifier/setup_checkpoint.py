@@ -3,10 +3,10 @@
     .venv/bin/python -m reward_eval.classifier.setup_checkpoint
 
 ``scripts/setup.sh`` runs this after the venvs; ``scripts/run.sh`` and the tests use
-:data:`CHECKPOINT`. Like the venvs it carries a stamp (:data:`STAMP_FILE`: a hash of the shipped
-set's manifest and of the code a trained classifier depends on): when the stamp matches, nothing
-is done in milliseconds; otherwise ``reward-eval train-classifier`` trains it with its defaults
-(``--overwrite``). ``SETUP_FORCE=1`` retrains.
+:data:`CHECKPOINT`. Like the venvs it carries a stamp (:data:`STAMP_FILE`: a hash of its set's
+manifest, the shipped one here, and of the code a trained classifier depends on): when the stamp
+matches, nothing is done in milliseconds; otherwise ``reward-eval train-classifier`` trains it
+with its defaults (``--overwrite``). ``SETUP_FORCE=1`` retrains.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from vlm_reward.tools.server_process import RewardServerProcess, backend_args
 
 NEAR_MISS_DATA = setup_checkpoint.CHECKPOINT.parent / "data_near_miss"
 DATA_SCRIPT = REPO / "scripts" / "make_classifier_data.py"
-DATA_TIMEOUT_S = 3 * 3600  # 30 min quiet; a hung simulator still ends the comparison
+DATA_TIMEOUT_S = 3 * 3600  # 31 min here beside a test suite; a hung simulator still ends it
 # Its set has fewer success frames to train on than the shipped one (231 against 329): at the
 # default 6 epochs its eval-mode loss ended on the class prior (0.72; benchmark 16), at 10 it leaves it.
 NEAR_MISS_OPTIONS = ("--epochs", "10")

@@ -31,12 +31,8 @@ class RunSpec:
 
 
 _JUDGED = {"nframes": 16, "send_video_inline": True, "timeout": 120.0}
-_ZERO_ONE = {
-    **_JUDGED,
-    "backend": "resnet",
-    "binary_reward": True,
-    "success_threshold": 0.5,
-}  # a classifier's 0/1
+# A classifier's score as a 0/1 reward at 0.5.
+_ZERO_ONE = {**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5}
 
 RUNS: dict[str, RunSpec] = {
     spec.name: spec
