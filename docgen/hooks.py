@@ -128,6 +128,20 @@ def _scripts() -> str:
     return scripts_reference(documented_scripts(), level=3)
 
 
+def _test_paths() -> str:
+    from docgen.suite_tables import path_table
+    from tests.paths import PATHS
+
+    return path_table(PATHS)
+
+
+def _slow_tests() -> str:
+    from docgen.suite_tables import slow_table
+    from tests.slow_tests import SLOW_TESTS
+
+    return slow_table(SLOW_TESTS)
+
+
 def _layout() -> str:
     from docgen.layout import collect_layout, render_layout
 
@@ -150,6 +164,8 @@ GENERATED: dict[str, Callable[[], str]] = {
     "episode-log-keys": _episode_log_keys,
     "layout": _layout,
     "reward-block-precedence": _precedence,
+    "test-paths": _test_paths,
+    "slow-tests": _slow_tests,
 }
 
 

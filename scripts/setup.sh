@@ -11,6 +11,8 @@
 #   VENV=/path/to/venv   VLLM_VENV=/path/to/vllm-venv   PYTHON=python3.11
 #   SETUP_FORCE=1 (reinstall everything)   SETUP_VLLM=0 (leave the vLLM venv alone, e.g. on a
 #   GPU box whose .venv-vllm holds the ordinary vllm; see docs/server/backends.md)
+#   SETUP_PART=all (the default) | main (apt, .venv and the project) | vllm_venv | classifier: one
+#   part only (scripts/test.sh sets up `main`, then runs the other two beside the tests)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -338,18 +340,36 @@ run_side_by_side() {
   return "$failed"
 }
 
+PARTS="all main vllm_venv classifier"
+
 main() {
-  install_apt_packages
-  setup_main_venv
-  install_project
-  # The vLLM venv's install (pip: mostly downloads and unpacking) and the classifier's training (the
-  # CPU; it needs .venv only) take minutes each from empty: side by side when both may.
-  if [ "$(vllm_venv_decision)" = install ]; then
-    run_side_by_side setup_vllm_venv setup_classifier
-  else
-    setup_vllm_venv
-    setup_classifier
+  local part="${SETUP_PART:-all}"
+  case " $PARTS " in
+    *" $part "*) ;;
+    *)
+      log "error: SETUP_PART must be one of: $PARTS (got '$part')."
+      exit 2
+      ;;
+  esac
+  if [ "$part" = all ] || [ "$part" = main ]; then
+    install_apt_packages
+    setup_main_venv
+    install_project
   fi
+  case "$part" in
+    vllm_venv) setup_vllm_venv ;;
+    classifier) setup_classifier ;;
+    all)
+      # The vLLM venv's install (pip: mostly downloads and unpacking) and the classifier's training
+      # (the CPU; it needs .venv only) take minutes each from empty: side by side when both may.
+      if [ "$(vllm_venv_decision)" = install ]; then
+        run_side_by_side setup_vllm_venv setup_classifier
+      else
+        setup_vllm_venv
+        setup_classifier
+      fi
+      ;;
+  esac
 }
 
 # Sourced (the tests call apt_decision with stand-in apt tools): define, do not run.

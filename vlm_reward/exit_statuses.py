@@ -173,6 +173,7 @@ REGISTRY: tuple[CommandExits, ...] = (
                 "it), or no `torch==2.13.0+cpu` wheel for `.venv-vllm`; any other failed step stops it with "
                 "that step's status",
             ),
+            ExitStatus(EXIT_BAD_OPTIONS, "`SETUP_PART` names no part (the message lists them)"),
         ),
         sources=("scripts/setup.sh",),
     ),
@@ -215,7 +216,12 @@ REGISTRY: tuple[CommandExits, ...] = (
     ),
     CommandExits(
         "scripts/test.sh",
-        (ExitStatus("pytest's", "after ruff, which stops it first on a lint or format error"),),
+        (
+            ExitStatus("pytest's", "after ruff, which stops it first on a lint or format error"),
+            ExitStatus(
+                EXIT_FAILED, "the tests passed but set-up's vLLM venv or classifier, run beside them, failed"
+            ),
+        ),
         sources=("scripts/test.sh",),
     ),
 )

@@ -20,6 +20,15 @@ from fractions import Fraction
 
 import numpy as np
 
+# libx264's settings. crf 17 and preset veryfast: near-lossless and fast (the files live for one
+# request, and the judge should not see compression artefacts the policy never saw). No macroblock
+# tree: with it, the same frames gave different files from one call to the next here (11 of 100
+# calls differed on a 2-core EPYC, with one thread too); without it, the same bytes every time.
+# One thread: as fast or faster for the project's clips on a busy 2-core machine.
+# benchmarks/bench_encode.py measures both.
+X264_OPTIONS = {"crf": "17", "preset": "veryfast", "x264-params": "mbtree=0"}
+ENCODER_THREADS = 1
+
 
 def _even_pad(frames: np.ndarray) -> np.ndarray:
     pad_h, pad_w = frames.shape[1] % 2, frames.shape[2] % 2
@@ -29,7 +38,8 @@ def _even_pad(frames: np.ndarray) -> np.ndarray:
 
 
 def encode_mp4(frames: np.ndarray, path: str | os.PathLike[str], fps: float) -> None:
-    """Write ``frames`` to ``path`` as an H.264 MP4 at ``fps`` frames per second.
+    """Write ``frames`` to ``path`` as an H.264 MP4 at ``fps`` frames per second; the same frames
+    give the same bytes (:data:`X264_OPTIONS`).
 
     Raises ``ValueError`` for an empty clip, a wrong shape/dtype or a non-positive fps.
     """
@@ -47,9 +57,8 @@ def encode_mp4(frames: np.ndarray, path: str | os.PathLike[str], fps: float) -> 
         stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1000))
         stream.height, stream.width = frames.shape[1:3]
         stream.pix_fmt = "yuv420p"
-        # Near-lossless and fast: the files live for one request and the judge should
-        # not see compression artefacts the policy never saw.
-        stream.options = {"crf": "17", "preset": "veryfast"}
+        stream.options = dict(X264_OPTIONS)
+        stream.thread_count = ENCODER_THREADS
         for frame in frames:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
         container.mux(stream.encode())

@@ -2,17 +2,19 @@
 
 In order, and stopping at the first failure with a message that says what to fix:
 
-1. composes the hydra config and validates it with RLinf's ``validate_cfg``;
-2. checks that ``env.train.group_size`` equals ``algorithm.group_size`` (GRPO compares the
-   rollouts of one initial state);
-3. if ``env.train.reward_model.enable``, checks that the reward server answers ``/health``
-   and that the env's requests (``nframes``, ``max_pixels``) fit the server's caps, which
-   would otherwise refuse every episode with 422; with ``reward_server.enable`` instead (the
-   run starts its judges on its Ray cluster, ``judge_replicas.py``), checks the block before Ray
-   starts and prints the replicas' plan checked against the cluster, starting nothing;
-4. for OpenVLA-OFT, checks the checkpoint at ``actor.model.model_path`` (``oft_checkpoint.py``):
-   ``config.json``, norm stats for ``unnorm_key``, and stored weight names and shapes against the
-   model built from that config on the meta device (no weights loaded);
+1. before Ray starts (seconds, so a server that is down or a wrong path fails at once): if
+   ``env.train.reward_model.enable``, checks that each reward server answers ``/health``, lets
+   this env in with its key, and that the env's requests (``nframes``, ``max_pixels``) fit the
+   server's caps, which would otherwise refuse every episode with 422; with ``reward_server.enable``
+   instead (the run starts its judges on its Ray cluster, ``judge_replicas.py``), checks that block;
+   for OpenVLA-OFT, checks the checkpoint's files at ``actor.model.model_path``
+   (``oft_checkpoint.py``: ``config.json``, norm stats for ``unnorm_key``);
+2. composes the hydra config and validates it with RLinf's ``validate_cfg`` (which starts Ray);
+3. checks that ``env.train.group_size`` equals ``algorithm.group_size`` (GRPO compares the
+   rollouts of one initial state); with ``reward_server``, prints the replicas' plan checked
+   against the cluster, starting nothing;
+4. for OpenVLA-OFT, checks the stored weight names and shapes against the model built from the
+   checkpoint's config on the meta device (no weights loaded);
 5. builds the env class RLinf's env worker would build (``get_env_cls``) with one env,
    resets it and runs one ``chunk_step`` of idle actions. With the reward model on, the
    episode is cut to that one chunk so the server actually scores it (not with
@@ -113,20 +115,36 @@ def check_within_server_limits(reward_model: DictConfig, health: dict[str, Any])
         raise SetupError(f"reward_model {exc.message.rstrip('.')}: every episode would be refused.") from None
 
 
-def check_policy(cfg: DictConfig) -> None:
-    """The configured policy's checkpoint fits the model RLinf will build (OpenVLA-OFT only)."""
+def _is_oft(cfg: DictConfig) -> bool:
+    return str(cfg.actor.model.model_type) == "openvla_oft"
+
+
+def check_policy_files(cfg: DictConfig) -> None:
+    """The configured OpenVLA-OFT checkpoint's files (before Ray: a wrong path fails at once)."""
     model_cfg = cfg.actor.model
-    if str(model_cfg.model_type) != "openvla_oft":
+    if not _is_oft(cfg):
         print(
             f"[dry-run] policy {model_cfg.model_type}: its checkpoint is not checked (only openvla_oft's is)"
         )
         return
     from pathlib import Path
 
-    from examples.embodiment.oft_checkpoint import CheckpointError, check_checkpoint, check_weights
+    from examples.embodiment.oft_checkpoint import CheckpointError, check_checkpoint
 
     try:
         check_checkpoint(Path(str(model_cfg.model_path)), str(model_cfg.unnorm_key))
+    except CheckpointError as exc:
+        raise SetupError(str(exc)) from exc
+
+
+def check_policy_weights(cfg: DictConfig) -> None:
+    """The checkpoint's stored weights fit the model RLinf will build (OpenVLA-OFT only)."""
+    if not _is_oft(cfg):
+        return
+    from examples.embodiment.oft_checkpoint import CheckpointError, check_weights
+
+    model_cfg = cfg.actor.model
+    try:
         tensors = check_weights(model_cfg)
     except CheckpointError as exc:
         raise SetupError(str(exc)) from exc
@@ -192,6 +210,23 @@ def judge_request_line(block: Any) -> str:
     return f"{asked}; a success at score >= {block.success_threshold:g}"
 
 
+def check_reward_servers(reward_model: DictConfig) -> None:
+    """Every endpoint of the env's ``reward_model`` answers ``/health``, lets the env in with its
+    key, and takes the env's requests."""
+    from vlm_reward.client.config import RewardModelConfig
+
+    parsed = RewardModelConfig.from_mapping(reward_model)
+    try:
+        api_key = parsed.api_key()
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    for endpoint in parsed.endpoints:  # every replica
+        health = check_reward_server(endpoint, ca_bundle=parsed.ca_bundle)
+        print(f"[dry-run] reward server healthy: {health}")
+        print(f"[dry-run] reward server {endpoint}: {check_reward_key(endpoint, api_key, parsed.ca_bundle)}")
+        check_within_server_limits(reward_model, json.loads(health))
+
+
 def run_checks(cfg: DictConfig) -> None:
     from examples.embodiment.judge_replicas import judge_settings, validate_with_judges
     from vlm_reward.client.config import RewardModelConfig
@@ -201,6 +236,10 @@ def run_checks(cfg: DictConfig) -> None:
         judges = judge_settings(cfg)  # before Ray starts
     except (ValueError, TypeError) as exc:
         raise SetupError(str(exc)) from None
+    reward_model = cfg.env.train.reward_model
+    if judges is None and reward_model.enable:
+        check_reward_servers(reward_model)
+    check_policy_files(cfg)
     try:
         cfg = validate_with_judges(cfg, judges)
     except PlanError as exc:
@@ -214,22 +253,9 @@ def run_checks(cfg: DictConfig) -> None:
         print(f"[dry-run] the env asks the judge: {asked}")
     if judges is not None:
         judge_plan(cfg, judges)
-    elif reward_model.enable:
-        parsed = RewardModelConfig.from_mapping(reward_model)
-        try:
-            api_key = parsed.api_key()
-        except ValueError as exc:
-            raise SetupError(str(exc)) from None
-        for endpoint in parsed.endpoints:  # every replica
-            health = check_reward_server(endpoint, ca_bundle=parsed.ca_bundle)
-            print(f"[dry-run] reward server healthy: {health}")
-            print(
-                f"[dry-run] reward server {endpoint}: {check_reward_key(endpoint, api_key, parsed.ca_bundle)}"
-            )
-            check_within_server_limits(reward_model, json.loads(health))
-    else:
+    elif not reward_model.enable:
         print("[dry-run] reward model off: training on the native LIBERO reward")
-    check_policy(cfg)
+    check_policy_weights(cfg)
     smoke_env(cfg, score=judges is None)
 
 

@@ -39,7 +39,14 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from vlm_reward.client.config import RewardModelConfig
 from vlm_reward.exit_statuses import EXIT_BAD_SETTINGS, EXIT_TERMINATED
 from vlm_reward.ray_replicas.config import RewardServerConfig
-from vlm_reward.ray_replicas.plan import PLACEMENT_KEY, Node, PlanError, ReplicaPlan, ReplicaSlot
+from vlm_reward.ray_replicas.plan import (
+    PLACEMENT_KEY,
+    Node,
+    PlanError,
+    ReplicaPlan,
+    ReplicaSlot,
+    listen_host,
+)
 from vlm_reward.ray_replicas.replica import PREFIX
 from vlm_reward.server.self_test import self_test_flags
 
@@ -193,7 +200,8 @@ def placement_failure(cfg: DictConfig) -> str | None:
 
 def _slot(placement: Any, cluster: Any) -> ReplicaSlot:
     """A slot from one of RLinf's ``Placement``s: a placement on accelerators gives the replica
-    exactly those (RLinf's device variables for them); one on nodes gives it none (all hidden)."""
+    exactly those (RLinf's device variables for them); one on nodes gives it none (all hidden). It
+    listens on 127.0.0.1 on a one-node cluster, on its node's address otherwise (``listen_host``)."""
     from rlinf.scheduler.hardware import AcceleratorUtil
 
     node = cluster.get_node_info(placement.cluster_node_rank)
@@ -205,6 +213,7 @@ def _slot(placement: Any, cluster: Any) -> ReplicaSlot:
         node_id=node.ray_id,
         gpus=gpus,
         device_env=tuple(sorted(device_env.items())),
+        host=listen_host(node.node_ip, cluster.num_nodes),
     )
 
 

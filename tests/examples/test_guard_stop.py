@@ -2,7 +2,7 @@
 
 What the runner does after each step's metrics: ask the env workers, save the step's checkpoint
 unless RLinf just saved it, raise :class:`RewardGuardStop`; and which runs use it at all. The real
-run (RLinf, Ray, LIBERO, the exit status) is ``test_guard_stop_smoke.py``.
+run (RLinf, Ray, LIBERO, the exit status) is the VLM run of ``test_training_smoke.py``.
 """
 
 from __future__ import annotations

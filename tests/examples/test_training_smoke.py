@@ -2,14 +2,19 @@
 
 Each training is a subprocess of the script as a user runs it (private Ray cluster, the tiny
 random-weight OpenVLA-OFT, built into the native run as a user's run builds it and made once a
-session for the others, 2 envs in one GRPO group, one 8-step action chunk per episode, one step;
-see ``config/cpu_smoke/tiny.yaml``). The VLM run starts its judges itself
-(``reward_server``: two replicas that Ray places on the run's cluster, 0 GPUs), real reward
-servers whose ``score_sequence`` backend hands out 0.2 and 0.9 to the videos in arrival order,
-so the two episodes of the group get different scores and GRPO has something to rank; while it
-runs, the replica that takes the first job is killed with the job in flight (its episode fails
-over, Ray restarts the replica). Both runs are module fixtures, shared by the checks, and their
-log dirs feed ``evaluate_reward_model.sh compare``.
+session for the others, 2 envs in one GRPO group, one 8-step action chunk per episode; see
+``config/cpu_smoke/tiny.yaml``). The native run is one GRPO step. The VLM run starts its judges
+itself (``reward_server``: two replicas that Ray places on the run's cluster, 0 GPUs), real reward
+servers whose ``score_sequence`` backend hands out 0.2 and 0.9 to the videos in arrival order, so
+the two episodes of a group get different scores and GRPO has something to rank; while it runs,
+the replica that takes the first job is killed with the job in flight (its episode fails over,
+Ray restarts the replica). It also carries the reward guard's ``stop`` (one run for both: the
+guard was a run of its own): asked for 3 steps, with ``max_false_positive_rate`` 0.2 over at
+least 3 native failures, step 1 trains on the scores (one of its two native failures judged a
+success: too few failures to act on), the guard trips on the first episode of step 2 (at least
+1 of 3), the run stops after step 2's checkpoint with exit status 4 although ``save_interval``
+would write none, and step 3 never runs. Both runs are module fixtures, shared by the checks, and
+their log dirs feed ``evaluate_reward_model.sh compare``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from PIL import Image
 from examples.embodiment.judge_replicas import RUN_KEY_ENV
 from reward_eval.analysis.training_runs import read_scalars
 from tests.support.server import REPO
+from vlm_reward.exit_statuses import EXIT_GUARD_STOP
 from vlm_reward.protocol import API_KEY_ENV
 from vlm_reward.tools.server_process import SERVER_MODULE
 
@@ -65,6 +71,9 @@ OFT_PARTS = (
 )
 SMOKE_TIMEOUT_S = 420  # the driver's own limit; the subprocess gets 60 s more
 JOB_HELD_S = 2.0  # each judge job stays in flight this long: time to kill the replica holding one
+# The VLM run's reward guard (see the module docstring): trips on the 3rd judged episode, step 2's first.
+GUARD = {"action": "stop", "max_false_positive_rate": 0.2, "min_episodes": 3, "window": 10}
+VLM_STEPS, STOPPED_AFTER = 3, 2  # asked for, and where the guard's stop ends it
 
 
 @dataclass(frozen=True)
@@ -79,8 +88,13 @@ class SmokeRun:
     def record(self, name: str) -> dict:
         return torch.load(self.log_dir / "cpu_smoke" / name)
 
+    def checkpoints(self) -> list[str]:
+        """The checkpoints the run wrote: ``["global_step_1"]``, ..."""
+        return sorted(p.name for p in self.log_dir.glob("*/checkpoints/*"))
+
     def checkpoint(self) -> dict:
-        [path] = self.log_dir.glob("*/checkpoints/global_step_1/actor/model_state_dict/full_weights.pt")
+        """The actor's weights in the run's one checkpoint."""
+        [path] = self.log_dir.glob("*/checkpoints/*/actor/model_state_dict/full_weights.pt")
         return torch.load(path)
 
     def scalars(self) -> dict[str, dict[int, float]]:
@@ -236,21 +250,46 @@ def vlm_run(
         tmp,
         prebuilt(tiny_oft_checkpoint),
         *judges,
+        f"runner.max_steps={VLM_STEPS}",
+        "runner.save_interval=100",  # RLinf itself would write no checkpoint before the last step
         f"{rm}.enable=True",
         f"{rm}.binary_reward=False",  # s = score: the reward tells 0.2 from 0.9 exactly
         f"{rm}.keep_temp_video=True",  # the episode log then names each video
         f"{rm}.temp_video_dir={tmp / 'videos'}",
+        f"{rm}.guard.enable=True",
+        *(f"{rm}.guard.{key}={value}" for key, value in GUARD.items()),
         while_running=judge_kill,
+    )
+
+
+def _assert_started(run: SmokeRun) -> None:
+    assert "(private, started by this run)" in run.output, "the run says which Ray cluster it is on"
+    assert (
+        "The CPU platform hook ran in every worker (ActorGroup:0, RolloutGroup:0, EnvGroup:0)" in run.output
     )
 
 
 def _assert_ok(run: SmokeRun) -> None:
     assert run.returncode == 0, run.output[-6000:]
-    assert "(private, started by this run)" in run.output, "the run says which Ray cluster it is on"
+    _assert_started(run)
     assert "[cpu-smoke] OK" in run.output and "checks wiring only" in run.output
-    assert (
-        "The CPU platform hook ran in every worker (ActorGroup:0, RolloutGroup:0, EnvGroup:0)" in run.output
-    )
+
+
+def _assert_stopped_by_the_guard(run: SmokeRun) -> None:
+    assert run.returncode == EXIT_GUARD_STOP, run.output[-6000:]
+    _assert_started(run)
+    assert "the reward guard stopped the run (exit status 4); see [reward guard] above" in run.output
+    assert "--cpu-smoke FAILED" not in run.output and "[cpu-smoke] FAILED" not in run.output
+
+
+def episode_log(run: SmokeRun) -> list[dict]:
+    """The run's episode log, in the order the episodes were collected."""
+    return jsonl(run.log_dir / "vlm_episodes_train_rank0.jsonl")
+
+
+def first_step(run: SmokeRun) -> list[dict]:
+    """The episode log's lines of GRPO step 1 (the group of 2 that trained on the scores)."""
+    return episode_log(run)[:2]
 
 
 def test_native_run_completes_a_grpo_step(native_run: SmokeRun) -> None:
@@ -269,7 +308,7 @@ def test_native_run_completes_a_grpo_step(native_run: SmokeRun) -> None:
 
 
 def test_vlm_run_trains_on_the_scores(vlm_run: SmokeRun) -> None:
-    _assert_ok(vlm_run)
+    _assert_stopped_by_the_guard(vlm_run)
     initial, trained = vlm_run.record("initial_weights.pt"), vlm_run.checkpoint()
     for name in OFT_PARTS:
         assert (trained[name] - initial[name]).abs().max() > LR / 2, f"{name} got no gradient step"
@@ -311,18 +350,24 @@ def test_tensorboard_has_training_and_env_metrics(native_run: SmokeRun, vlm_run:
         for t in vlm_tags
         if t.startswith("env/vlm_task_native_failures/") and scalars[t][0]
     }
-    rated = {t.rsplit("/", 1)[1] for t in vlm_tags if t.startswith("env/vlm_task_false_positive_rate/")}
-    assert rated == ran and len(ran) == 1
-    assert vlm_run.scalars()["env/vlm_false_positive_rate"] == {0: 0.5}
-    assert vlm_run.scalars()["env/vlm_window_native_failures"] == {0: 2.0}
+    rated = {
+        t.rsplit("/", 1)[1]
+        for t in vlm_tags
+        if t.startswith("env/vlm_task_false_positive_rate/") and 0 in scalars[t]
+    }
+    assert rated == ran and len(ran) == 1, "at step 1 (index 0)"
+    assert (
+        scalars["env/vlm_false_positive_rate"][0] == 0.5
+        and scalars["env/vlm_window_native_failures"][0] == 2.0
+    )
     assert not [t for t in native_run.scalars() if t.startswith("env/vlm_")]
 
 
 def test_episode_log_carries_the_servers_scores(vlm_run: SmokeRun, judge_kill: ReplicaKill) -> None:
     jobs = judge_kill.jobs
-    lines = jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")
+    lines = episode_log(vlm_run)
     served = {job["video_path"]: job for job in jsonl(jobs)}
-    assert len(lines) == 2 and len(served) == 2, "one scored episode per env"
+    assert len(lines) == len(served) == 2 * STOPPED_AFTER, "one scored episode per env and step"
     for line in lines:
         job = served[line["video_path"]]
         assert line["vlm_score"] == job["score"] and line["vlm_raw_value"] == job["score"]
@@ -330,13 +375,11 @@ def test_episode_log_carries_the_servers_scores(vlm_run: SmokeRun, judge_kill: R
             line["task_text"] == job["task"] and line["frames_sent"] == job["frames"] == CHUNK + 1
         )  # reset + 8 steps
         assert line["fallback"] is False and line["episode_length"] == CHUNK
-    assert sorted(line["vlm_score"] for line in lines) == sorted(SCORES)
+    assert sorted(line["vlm_score"] for line in first_step(vlm_run)) == sorted(SCORES)
 
 
 def test_grpo_trains_on_the_vlm_return_and_ranks_by_score(vlm_run: SmokeRun) -> None:
-    score = {
-        line["env"]: line["vlm_score"] for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")
-    }
+    score = {line["env"]: line["vlm_score"] for line in first_step(vlm_run)}
     batch = vlm_run.record("grpo_batch_step1_rank0.pt")
     returns = batch["rewards"].sum(dim=(0, 2)).numpy()  # batch column i is env i
     np.testing.assert_allclose(returns, [COEF * score[0], COEF * score[1]], atol=1e-5)
@@ -411,13 +454,16 @@ def test_the_judges_are_replicas_that_ray_placed_and_drained_at_the_end(vlm_run:
     ready = replicas_ready(out)
     assert sorted(ready) == [0, 1] and "[reward_server] 2 replica(s) healthy; Ray's logs" in out
     endpoints = [ready[0].endpoint, ready[1].endpoint]
-    assert not any("127.0.0.1" in e for e in endpoints), "a replica listens on its node's address"
+    assert all(e.startswith("http://127.0.0.1:") for e in endpoints), "one node: they listen on loopback"
+    assert "  replica 0: node 0 (" in out and ", listening on 127.0.0.1" in out
     assert (
         f"env.train.reward_model: endpoint {endpoints}, api_key_env {RUN_KEY_ENV}, backend score_sequence"
         in out
     )
-    assert "[reward_server] stopped 2 replica(s): 2 drained (exit 0)" in out
-    served = {line["endpoint"] for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")}
+    assert "[reward_server] stopped 2 replica(s): 2 drained (exit 0)" in out, (
+        "the guard's stop drains them too"
+    )
+    served = {line["endpoint"] for line in episode_log(vlm_run)}
     assert served <= set(endpoints)
 
 
@@ -432,11 +478,34 @@ def test_a_replica_killed_mid_run_is_restarted_by_ray_and_costs_no_episode(
         rf"replica {killed} restarted by Ray and ready in [\d.]+ s: {re.escape(ready[killed].endpoint)} on"
     )
     assert re.search(restart, vlm_run.output), "Ray restarted it on the same address and port"
-    lines = {line["video_path"]: line for line in jsonl(vlm_run.log_dir / "vlm_episodes_train_rank0.jsonl")}
+    lines = {line["video_path"]: line for line in episode_log(vlm_run)}
     moved = lines[judge_kill.video]
     assert moved["failovers"] == 1 and moved["endpoint"] == ready[1 - killed].endpoint
-    assert [line["fallback"] for line in lines.values()] == [False, False]
+    assert [line["fallback"] for line in lines.values()] == [False] * 2 * STOPPED_AFTER
     assert vlm_run.scalars()["env/vlm_fallback"][0] == 0.0
+
+
+def test_the_guard_stops_the_run_after_the_checkpoint_of_the_step_that_tripped(vlm_run: SmokeRun) -> None:
+    out = vlm_run.output
+    stopped = (
+        f"[reward guard] the run stopped after training step {STOPPED_AFTER}: reward guard tripped after 3"
+    )
+    assert stopped in out
+    # Step 2's first episode is the third native failure; whether it is the one judged 0.2 or 0.9
+    # depends on which of the group's two videos reached the judges first.
+    assert re.search(r"false-positive rate 0\.(333|667) \((1|2) of 3 native failures judged a success", out)
+    assert vlm_run.checkpoints() == [f"global_step_{STOPPED_AFTER}"], "the stop's checkpoint, no other"
+    assert f"global_step_{STOPPED_AFTER + 1}" not in out and "[cpu-smoke] OK" not in out, "step 3 never ran"
+    assert (vlm_run.log_dir / "run_embodiment.log").read_text().count("reward guard tripped") >= 1
+
+
+def test_the_step_that_tripped_is_in_tensorboard_and_the_log(vlm_run: SmokeRun) -> None:
+    tripped = vlm_run.scalars()["env/vlm_guard_tripped"]
+    assert tripped == {0: 0.0, 1: 1.0}, "not at step 1 (2 native failures), at step 2"
+    # The tripping episode (the third collected) and every later one trained on the native reward.
+    assert [line["used_for_training"] for line in episode_log(vlm_run)] == [True, True, False, False]
+    batch = vlm_run.record(f"grpo_batch_step{STOPPED_AFTER}_rank0.pt")
+    assert batch["rewards"].abs().sum() == 0, "step 2 trained on the native reward: no success, all 0"
 
 
 def files_holding(root: Path, secret: str) -> list[Path]:

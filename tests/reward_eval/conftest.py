@@ -7,11 +7,13 @@ out again:
   job test, rescore, the audit, the fine-tune's failures);
 - :func:`expert_run`: the scripted expert, task 0, trials 0-2 on three envs in one batch,
   ``drop: carry`` with ``drop_prob`` 0.5 and policy seed 3, which drops the second episode only:
-  two successes (316 and 333 steps) and a near miss (truncated at 344). Rendered at 128x128,
-  which halves the rendering that bounds LIBERO's speed here (the expert test, the fine-tune).
-  Made with the flow-through test's env YAML (:func:`flow_config`: every judge-facing
-  ``reward_model`` key off its default) and judged, with its own audit, by a recording stand-in
-  judge (``tests.support.wire_backends``), which keeps the jobs of both (``EvalRun.jobs``).
+  two successes (316 and 333 steps) and a near miss (truncated at 344). The expert reads the
+  simulator's state, not images, so no camera renders its steps: only the judge's frames are
+  rendered, at 128x128 from the recorded states (the ``simulation`` block's ``cameras: False``;
+  the same episodes in 41 s instead of 120 s with 128-px cameras). Made with the flow-through
+  test's env YAML (:func:`flow_config`: every judge-facing ``reward_model`` key off its default)
+  and judged, with its own audit, by a recording stand-in judge (``tests.support.wire_backends``),
+  which keeps the jobs of both (``EvalRun.jobs``).
 """
 
 from __future__ import annotations
@@ -71,10 +73,12 @@ class EvalRun:
 @dataclass(frozen=True)
 class FlowConfig:
     """The flow-through env YAML (``root/env/flow.yaml``, which includes the repo's libero_10.yaml)
-    and a training config composing it as ``env.train`` (``root/train.yaml``)."""
+    and a training config composing it as ``env.train`` (``root/train.yaml``); the expert run's
+    YAML is the same with no camera (``root/env/flow_expert.yaml``)."""
 
     root: Path
     env_yaml: Path
+    expert_yaml: Path
 
 
 @pytest.fixture(scope="session")
@@ -89,8 +93,10 @@ def flow_config(tmp_path_factory: pytest.TempPathFactory) -> FlowConfig:
         "reward_model": block,
     }
     OmegaConf.save(OmegaConf.create(env), root / "env" / "flow.yaml")
+    no_camera = {"cameras": False, "judge_frame_size": EXPERT_CAMERA}
+    OmegaConf.save(OmegaConf.create({**env, "simulation": no_camera}), root / "env" / "flow_expert.yaml")
     OmegaConf.save(OmegaConf.create({"defaults": ["/env/flow@env.train", "_self_"]}), root / "train.yaml")
-    return FlowConfig(root, root / "env" / "flow.yaml")
+    return FlowConfig(root, root / "env" / "flow.yaml", root / "env" / "flow_expert.yaml")
 
 
 def run_reward_eval(
@@ -141,7 +147,7 @@ def expert_run(tmp_path_factory: pytest.TempPathFactory, flow_config: FlowConfig
             *("--tasks", str(EXPERT_TASK), "--episodes-per-task", str(EXPERT_EPISODES), "--num-envs", "3"),
             *("--max-episode-steps", str(EXPERT_MAX_STEPS), "--policy", "expert"),
             *("--policy-seed", str(EXPERT_SEED), "--policy-kwargs", '{"drop": "carry", "drop_prob": 0.5}'),
-            *("--env-config", str(flow_config.env_yaml), "--endpoint", recorder.endpoint),
+            *("--env-config", str(flow_config.expert_yaml), "--endpoint", recorder.endpoint),
             *("--backend", "wire_recorder", "--backend-kwargs", json.dumps(FLOW_OPTION)),
             *("--out", str(root / "run")),
         )

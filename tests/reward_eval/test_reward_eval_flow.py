@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,7 +223,9 @@ def hydra_value(value: Any) -> str:
     return str(value)
 
 
-def test_the_dry_run_prints_what_the_env_asks_and_the_replicas_self_test(tmp_path: Path) -> None:
+def test_the_dry_run_prints_what_the_env_asks_and_the_replicas_self_test(
+    tmp_path: Path, tiny_oft_checkpoint: str
+) -> None:
     block = {**FLOW_REWARD_MODEL, "success_threshold": FLOW_THRESHOLD}
     overrides = [f"++env.train.reward_model.{key}={hydra_value(value)}" for key, value in block.items()]
     judge = [
@@ -235,12 +238,15 @@ def test_the_dry_run_prints_what_the_env_asks_and_the_replicas_self_test(tmp_pat
         "reward_server.model=Qwen/Qwen2.5-VL-3B-Instruct",  # a hub id: nothing is loaded by a dry run
         "+cluster.component_placement.reward_server={node_group:node,placement:'0:0-1'}",  # as on GPU nodes
     ]
-    # The checkpoint check comes right after the plan: it ends the run before any env is built.
+    # A checkpoint whose files pass the checks before Ray but that holds no weights: the weights'
+    # check, right after the plan, ends the run before any env is built.
+    weightless = tmp_path / "weightless-oft"
+    shutil.copytree(tiny_oft_checkpoint, weightless, ignore=shutil.ignore_patterns("*.safetensors*"))
     run = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
     command = ["bash", str(run), "--dry-run", "libero_10_grpo_openvlaoft", *judge, *overrides]
     env = {**os.environ, "LOG_ROOT": str(tmp_path / "logs"), "RAY_ADDRESS": "local"}
     result = subprocess.run(
-        [*command, "actor.model.model_path=/nonexistent"],
+        [*command, f"actor.model.model_path={weightless}"],
         cwd="/",
         env=env,
         capture_output=True,
@@ -260,5 +266,5 @@ def test_the_dry_run_prints_what_the_env_asks_and_the_replicas_self_test(tmp_pat
     assert flags[flags.index("--self-test-threshold") + 1] == repr(FLOW_THRESHOLD)
     assert json.loads(flags[flags.index("--self-test-request") + 1]) == FLOW_REWARD_MODEL
     assert "the plan fits the cluster; the run starts the replicas (not --dry-run)" in plan[4]
-    assert "[dry-run] FAILED: actor.model.model_path /nonexistent is not a directory" in result.stdout
+    assert f"[dry-run] FAILED: the checkpoint at {weightless} has no model.safetensors" in result.stdout
     assert "reward_server] replica 0 ready" not in result.stdout + result.stderr, "nothing was started"

@@ -426,12 +426,18 @@ def test_job_with_a_moving_policy_against_an_endpoint(
     # fixed_score answers 0.8 by default: a real judgement, not a fallback.
     assert record["fallback"] is False and record["vlm_score"] == pytest.approx(0.8)
     assert record["vlm_success"] is True and record["success_threshold"] == 0.75
-    # Random and expert move the arm; the zero policy of the shared run leaves the scene still.
-    assert _motion(record["video_path"]) > 3 * _motion(_records(reward_eval_run.run_dir)[0]["video_path"])
+    # Random and expert move the arm; the zero policy of the shared run leaves the scene still
+    # (measured: 3.0% and 7.1% of the pixels moved, against 0.4% of codec noise and settling).
+    assert _motion(record["video_path"]) > 4 * _motion(_records(reward_eval_run.run_dir)[0]["video_path"])
     assert json.loads((run_dir / "settings.json").read_text())["model"] == "the server's (--endpoint)"
 
 
+MOVED = 25  # of 255: a change this large is the scene moving, not the codec (crf 17)
+
+
 def _motion(video_path: str) -> float:
-    """Mean absolute pixel change between the first and the last frame of a video."""
+    """The share of pixels that moved between the first and the last frame of a video: their
+    largest channel changed by more than :data:`MOVED`. (The mean change, 2.9 for 8 random steps
+    against 1.0 for a still scene, is mostly codec noise spread over every pixel.)"""
     frames = read_video_frames(video_path).astype(float)
-    return float(np.abs(frames[-1] - frames[0]).mean())
+    return float((np.abs(frames[-1] - frames[0]).max(axis=-1) > MOVED).mean())

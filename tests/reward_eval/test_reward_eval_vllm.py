@@ -15,9 +15,15 @@ from pathlib import Path
 import pytest
 
 from tests.reward_eval.conftest import RUN_MAX_STEPS, RUN_TASK, run_reward_eval
+from tests.support.setup_steps import WAITING_TEST_TIMEOUT_S
 from tests.support.vllm_venv import TEST_ENGINE_KWARGS, engine_calls, require_vllm_python
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
+pytestmark = [
+    pytest.mark.timeout(WAITING_TEST_TIMEOUT_S),
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.libero,
+]
 
 SCORE = 0.4633  # as the transformers backend scores this episode (test_reward_eval_job.SHARED_RUN_SCORES)
 

@@ -43,5 +43,5 @@ def test_the_entry_points_source_it_before_set_up_runs(script: str) -> None:
     """They are run, not sourced: the policy must be exported before set-up's first process."""
     lines = [line.strip() for line in (SCRIPTS / script).read_text().splitlines()]
     sourced = next(i for i, line in enumerate(lines) if line.startswith("source") and "openmp.sh" in line)
-    set_up = next(i for i, line in enumerate(lines) if line.startswith("bash") and "setup.sh" in line)
+    set_up = next(i for i, line in enumerate(lines) if "setup.sh" in line and " bash " in f" {line} ")
     assert sourced < set_up

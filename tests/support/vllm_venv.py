@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.required import missing
 from tests.support.server import REPO
+from tests.support.setup_steps import VLLM_VENV, wait_for
 from vlm_reward.tools.runtime import server_env, vllm_venv
 from vlm_reward.tools.server_process import RewardServerProcess, ServerStartError, backend_args
 
@@ -36,7 +37,9 @@ def engine_calls(log: str) -> list[tuple[int, int, str]]:
 
 
 def require_vllm_python() -> str:
-    """The vLLM venv's python; fails in CI and skips elsewhere when the venv does not exist."""
+    """The vLLM venv's python (once set-up's install of it, if running beside the tests, has
+    ended); fails in CI and skips elsewhere when the venv does not exist."""
+    wait_for(VLLM_VENV)
     python = vllm_venv() / "bin" / "python"
     if python.exists():
         return str(python)

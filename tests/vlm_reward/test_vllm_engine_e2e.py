@@ -15,7 +15,8 @@ What is checked:
   transformers backend's (``qwen_vl_hf``) prompt for the same job, for 8 and 16 frames;
 - PRIMO-R1's first frame + video + last frame reach the engine: its prompt equals the
   transformers backend's ``primo`` layout, two images longer than the video-only prompt;
-- ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server;
+- ``run_embodiment.sh --dry-run`` with the reward model on passes against the vLLM server and a
+  second replica (the suite's one dry run of a working setup: the policy, the env, the judges);
 - batches on the real engine (issue 39): distinct videos sent at once are scored as each is
   alone (both families), a video that fails among them fails alone, and a ``native_frame_size``
   request reaches the engine with the prompt of its own frames;
@@ -48,6 +49,7 @@ import pytest
 import requests
 
 from tests.support.server import REPO, ServerProcess, token_counts
+from tests.support.setup_steps import WAITING_TEST_TIMEOUT_S
 from tests.support.vllm_venv import (
     ENGINE_START_TIMEOUT_S,
     TEST_ENGINE_KWARGS,
@@ -62,7 +64,12 @@ from vlm_reward.tools.runtime import vllm_venv
 from vlm_reward.tools.server_process import free_port, stop_process
 
 # The clip is rendered by the LIBERO simulator, so every test here needs it.
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.libero]
+pytestmark = [
+    pytest.mark.timeout(WAITING_TEST_TIMEOUT_S),
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.libero,
+]
 
 START_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "start_reward_server.sh"
 RUN_SCRIPT = REPO / "examples" / "embodiment" / "scripts" / "run_embodiment.sh"
@@ -462,39 +469,55 @@ def test_primo_answer_is_pinned_and_first_frame_video_last_frame_reach_the_engin
     assert outcome(response, "PRIMO-R1") == PRIMO_PINNED
 
 
-def test_dry_run_with_the_vlm_reward_against_the_vllm_server(
+def test_dry_run_with_the_vlm_reward_against_the_vllm_server_and_a_second_replica(
     servers: tuple, tmp_path: Path, tiny_oft_checkpoint: str
 ) -> None:
+    """The working setup's one dry run (the issue-53 suite runs one for what two checked): the
+    policy and the env checked, both judges of the endpoint list healthy, the episode scored by the
+    first, the vLLM engine."""
     qwen, _ = servers
+    second = ServerProcess(
+        ["--backend", "fixed_score", "--model", "fake", "--video-root", "/"], tmp_path / "second.log"
+    ).wait_ready()
     offset = len(qwen.log())
-    result = subprocess.run(
-        [
-            "bash",
-            str(RUN_SCRIPT),
-            "--dry-run",
-            "libero_10_grpo_openvlaoft",
-            "env.train.reward_model.enable=True",
-            f"env.train.reward_model.endpoint={qwen.endpoint}",
-            "env.train.reward_model.backend=qwen2_5_vl_vllm",
-            "env.train.reward_model.send_video_inline=True",
-            f"actor.model.model_path={tiny_oft_checkpoint}",  # the dry run checks the policy too
-        ],
-        cwd="/",
-        env={**os.environ, "LOG_ROOT": str(tmp_path / "logs")},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+    try:
+        result = subprocess.run(
+            [
+                "bash",
+                str(RUN_SCRIPT),
+                "--dry-run",
+                "libero_10_grpo_openvlaoft",
+                "env.train.reward_model.enable=True",
+                f'env.train.reward_model.endpoint=["{qwen.endpoint}","{second.endpoint}"]',
+                "env.train.reward_model.backend=qwen2_5_vl_vllm",
+                "env.train.reward_model.send_video_inline=True",
+                f"actor.model.model_path={tiny_oft_checkpoint}",  # the dry run checks the policy too
+            ],
+            cwd="/",
+            env={**os.environ, "LOG_ROOT": str(tmp_path / "logs")},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        second.stop()
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert "reward server healthy" in result.stdout and "'vlm_scored': 1.0" in result.stdout
-    assert "[dry-run] OK" in result.stdout
+    out = result.stdout
+    assert "validated by rlinf.config.validate_cfg" in out
+    assert (
+        f"[dry-run] policy OpenVLA-OFT at {tiny_oft_checkpoint}: config.json, norm stats for "
+        "'libero_10_no_noops' and 327 stored tensors fit the model built on the meta device"
+    ) in out
+    assert "env class rlinf.envs.libero.libero_env.LiberoEnv" in out
+    assert out.count("reward server healthy") == 2 and "'vlm_scored': 1.0" in out
+    assert "[dry-run] OK" in out
     [(_, output_tokens, _)] = engine_calls(qwen.log()[offset:])  # the episode reached the engine
     assert output_tokens == 1, "the backend's default mode reads P(yes) at one position"
     [log] = (tmp_path / "logs").glob("*/vlm_episodes_train_rank0.jsonl")
     [record] = [json.loads(line) for line in log.read_text().splitlines()]
     # Pinned: the seeded env's first 8 steps (9 frames), judged by the tiny model: a number, no fallback.
-    assert (record["episode_length"], record["frames_sent"]) == (8, 9)
+    assert (record["episode_length"], record["frames_sent"], record["endpoint"]) == (8, 9, qwen.endpoint)
     assert (record["fallback"], record["error_kind"]) == (False, None)
     assert record["vlm_score"] == pytest.approx(DRY_RUN_P_YES, abs=2e-3)
 
@@ -568,10 +591,12 @@ def test_a_short_request_is_not_held_behind_a_long_one_and_a_leaving_client_is_a
     assert [calls[1] for calls in engine_calls(log[offset:])] == [MAX_NEW_TOKENS]
 
 
+@pytest.mark.runs_last
 def test_shutdown_answers_a_running_request_503_and_stops_the_engine(
     servers: tuple, clip: EngineClip
 ) -> None:
-    """It stops the PRIMO server (no later test uses it; the fixture's stop is then a no-op)."""
+    """It stops the PRIMO server, so it runs after the module's other tests (``runs_last``, which
+    ``--shuffle`` keeps); the fixture's stop is then a no-op."""
     _, primo = servers
     with ThreadPoolExecutor(1) as pool:
         running = pool.submit(requests.post, primo.endpoint, json=_body(clip, LONG), timeout=120)

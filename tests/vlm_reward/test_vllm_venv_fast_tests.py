@@ -21,9 +21,11 @@ import re
 
 import pytest
 
+from tests.support.setup_steps import WAITING_TEST_TIMEOUT_S
 from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+# No engine: the light part.
+pytestmark = [pytest.mark.timeout(WAITING_TEST_TIMEOUT_S), pytest.mark.vllm_venv, pytest.mark.slow]
 
 NOT_FOR_TRANSFORMERS_5 = tuple(
     f"tests/vlm_reward/backends/{name}.py"

@@ -106,7 +106,7 @@ class ReplicaGroup:
                 args=args,
                 plugins=tuple(settings.plugins),
                 env=slot.device_env,
-                host=slot.node_ip,
+                host=slot.host,
                 port=port,
                 gpus=slot.gpus,
                 log_path=str(self.log_dir / f"replica{index}.log"),
@@ -121,7 +121,7 @@ class ReplicaGroup:
             by_node[slot.node_id].append(index)
         ports = [0] * len(self.plan.slots)
         for node_id, indices in by_node.items():
-            host = self.plan.slots[indices[0]].node_ip
+            host = self.plan.slots[indices[0]].host
             picked = ray.get(
                 _free_ports.options(scheduling_strategy=_pinned(node_id)).remote(host, len(indices))
             )

@@ -30,6 +30,7 @@ from vlm_reward.settings_flags import flag_name
 from vlm_reward.tools.server_process import backend_args
 
 PLACEMENT_KEY = "reward_server"  # the judge's name in cluster.component_placement
+LOOPBACK = "127.0.0.1"
 
 
 class PlanError(ValueError):
@@ -46,6 +47,7 @@ class ReplicaSlot:
     gpus: tuple[str, ...] = ()  # accelerator ids on the node; () for a judge on CPU
     # What makes exactly ``gpus`` visible to the server (e.g. CUDA_VISIBLE_DEVICES), as pairs.
     device_env: tuple[tuple[str, str], ...] = ()
+    host: str = LOOPBACK  # where the server listens and the envs address it: listen_host()
 
     def where(self) -> str:
         """``node 0 (10.0.0.5), GPUs 6,7`` / ``..., no GPU``."""
@@ -53,11 +55,18 @@ class ReplicaSlot:
         return f"node {self.node_rank} ({self.node_ip}), {gpus}"
 
 
+def listen_host(node_ip: str, num_nodes: int) -> str:
+    """The address a replica listens on and is addressed at: 127.0.0.1 on a one-node cluster (every
+    env worker is on that machine, so nothing needs to be reachable from elsewhere), the node's
+    address on a larger one (env workers on other nodes must reach it; the run's key guards it)."""
+    return LOOPBACK if num_nodes == 1 else node_ip
+
+
 def local_slots(
     count: int, gpus_per_replica: int, node_ip: str, node_id: str, gpu_ids: Sequence[str] = ()
 ) -> tuple[ReplicaSlot, ...]:
-    """``count`` slots on one node (a local Ray), each with the next ``gpus_per_replica`` of
-    ``gpu_ids`` (CUDA numbering); ``PlanError`` when there are not enough of them."""
+    """``count`` slots on one node (a local Ray: they listen on 127.0.0.1), each with the next
+    ``gpus_per_replica`` of ``gpu_ids`` (CUDA numbering); ``PlanError`` when there are not enough."""
     need = count * gpus_per_replica
     if need > len(gpu_ids):
         raise PlanError(
@@ -68,7 +77,7 @@ def local_slots(
     for index in range(count):
         gpus = tuple(gpu_ids[index * gpus_per_replica : (index + 1) * gpus_per_replica])
         env = (("CUDA_VISIBLE_DEVICES", ",".join(gpus)),)  # none: the server sees no GPU
-        slots.append(ReplicaSlot(0, node_ip, node_id, gpus, env))
+        slots.append(ReplicaSlot(0, node_ip, node_id, gpus, env, listen_host(node_ip, 1)))
     return tuple(slots)
 
 
@@ -162,7 +171,10 @@ class ReplicaPlan:
             f"and {s.cpus_per_replica:g} CPU(s) each, run by {self.python}; Ray restarts a replica "
             f"{restarts}; videos sent {videos}"
         ]
-        lines += [f"  replica {index}: {slot.where()}" for index, slot in enumerate(self.slots)]
+        lines += [
+            f"  replica {index}: {slot.where()}, listening on {slot.host}"
+            for index, slot in enumerate(self.slots)
+        ]
         if self.self_test_args:
             flags = shlex.join(self.self_test_args)
             lines.append(f"  their self-test flags (with --self-test in server_args): {flags}")

@@ -25,9 +25,10 @@ from reward_eval.classifier.labelled_set import load_set
 from reward_eval.classifier.watch_replay import replays
 from tests.reward_eval.conftest import run_reward_eval
 from tests.support.server import ServerProcess
+from tests.support.setup_steps import CLASSIFIER, WAITING_TEST_TIMEOUT_S, wait_for
 from vlm_reward.video_io import probe_video
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(WAITING_TEST_TIMEOUT_S)]
 
 AUROC_FLOOR = 0.95  # the issue's bound on the held-out episodes; docs/evaluate/classifier.md has the value
 # Margins on the audit's judged-success rates: each held with room on both CPUs measured.
@@ -41,6 +42,7 @@ GUARD_MIN_FAILURES = 5
 @pytest.fixture(scope="module")
 def checkpoint() -> Path:
     """The checkpoint scripts/setup.sh trained (trained here, a few minutes, where set-up did not)."""
+    wait_for(CLASSIFIER)  # scripts/test.sh trains it beside the tests
     assert setup_checkpoint.ensure() == 0
     return setup_checkpoint.CHECKPOINT
 

@@ -44,10 +44,11 @@ def test_each_counterfactual_of_a_success_is_a_failure_of_its_episodes_group(
     assert {x.task_text for x in examples if x.source != "wrong_task"} == {episodes[0].record.task_text}
     reversed_ = next(x for x in examples if x.source == "reversed" and x.group == "state:0")
     original = next(x for x in examples if x.source == "original" and x.group == "state:0")
-    # Both re-encoded the same way from the kept video's frames: the reverse, frame for frame
-    # (up to the near-lossless codec).
+    # Both re-encoded the same way from the kept video's frames: the reverse, frame for frame, up
+    # to the near-lossless codec (0.979 of 255 on average, the same every run since the encoder is
+    # reproducible; it was 0.968-1.019 before); the frames in the wrong order differ by 14.4.
     backwards, forwards = decode_frames(reversed_.video)[0][::-1], decode_frames(original.video)[0]
-    assert np.abs(backwards.astype(int) - forwards).mean() < 1.0
+    assert np.abs(backwards.astype(int) - forwards).mean() < 2.0
 
 
 def test_no_counterfactuals_leaves_the_episodes_themselves(

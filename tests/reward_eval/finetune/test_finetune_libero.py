@@ -28,6 +28,7 @@ import pytest
 
 from tests.reward_eval.conftest import EXPERT_MAX_STEPS, REPO, EvalRun, run_reward_eval
 from tests.reward_eval.finetune.conftest import SMALL_JUDGE
+from tests.support.setup_steps import WAITING_TEST_TIMEOUT_S
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
 
@@ -210,6 +211,7 @@ def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
 
 
 @pytest.mark.vllm
+@pytest.mark.timeout(WAITING_TEST_TIMEOUT_S)  # may wait for set-up's vLLM venv
 def test_the_vllm_engine_loads_the_fine_tuned_checkpoint(judges: dict[str, FineTune]) -> None:
     """The saved judge, served by vLLM, answers as a fine-tuned judge and not as its base.
 

@@ -1,4 +1,4 @@
-"""Replicas on a real private Ray cluster: keyed servers on the node's address, a replica whose
+"""Replicas on a real private Ray cluster: keyed servers on 127.0.0.1 (one node), a replica whose
 process dies comes back on the same endpoint (its server never outlives it), a judge that cannot
 load is reported with the server's own sentence, and stopping drains every server.
 
@@ -68,7 +68,7 @@ def test_a_replica_whose_process_dies_comes_back_on_its_endpoint_and_stop_drains
     try:
         first = group.start()
         assert [info.index for info in first] == [0, 1] and len(set(group.endpoints)) == 2
-        assert all(node[0] in endpoint for endpoint in group.endpoints), "on the node's address"
+        assert all(e.startswith("http://127.0.0.1:") for e in group.endpoints), "one node: on loopback"
         assert [backends(e, key) for e in group.endpoints] == [200, 200]
         assert backends(group.endpoints[0], None) == 401, "a replica listens beyond loopback: keyed"
         server = psutil.Process(first[0].server_pid)

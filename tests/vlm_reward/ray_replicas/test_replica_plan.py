@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vlm_reward.ray_replicas.config import RewardServerConfig
-from vlm_reward.ray_replicas.plan import Node, PlanError, ReplicaPlan, ReplicaSlot
+from vlm_reward.ray_replicas.plan import Node, PlanError, ReplicaPlan, ReplicaSlot, listen_host, local_slots
 
 NODES = [Node(0, "10.0.0.5", 64.0), Node(1, "10.0.0.6", 64.0)]
 SMALL = [Node(0, "192.0.2.2", 2.0)]  # this machine: 2 CPUs
@@ -13,7 +13,9 @@ TRAINING = {"actor": {(0, str(g)) for g in range(6)}, "rollout": {(0, str(g)) fo
 
 
 def slot(node: int = 0, *gpus: str) -> ReplicaSlot:
-    return ReplicaSlot(node, NODES[node].ip, f"ray-node-{node}", tuple(gpus))
+    return ReplicaSlot(
+        node, NODES[node].ip, f"ray-node-{node}", tuple(gpus), host=listen_host(NODES[node].ip, 2)
+    )
 
 
 def plan(*slots: ReplicaSlot, **settings: object) -> ReplicaPlan:
@@ -105,9 +107,23 @@ def test_the_description_says_what_runs_where() -> None:
     assert p.describe() == [
         "2 replica(s) of qwen_vl_vllm serving '/models/judge', 1 GPU(s) and 1 CPU(s) each, run by "
         "/venv/bin/python; Ray restarts a replica without limit; videos sent inline",
-        "  replica 0: node 0 (10.0.0.5), GPUs 6",
-        "  replica 1: node 1 (10.0.0.6), GPUs 6",
+        "  replica 0: node 0 (10.0.0.5), GPUs 6, listening on 10.0.0.5",
+        "  replica 1: node 1 (10.0.0.6), GPUs 6, listening on 10.0.0.6",
     ]
+
+
+HOSTS = [("one_node", 1, "127.0.0.1"), ("two_nodes", 2, "10.0.0.5"), ("eight_nodes", 8, "10.0.0.5")]
+
+
+@pytest.mark.parametrize(("nodes", "host"), [h[1:] for h in HOSTS], ids=[h[0] for h in HOSTS])
+def test_a_replica_listens_on_loopback_unless_other_nodes_must_reach_it(nodes: int, host: str) -> None:
+    assert listen_host("10.0.0.5", nodes) == host
+
+
+def test_a_local_ray_s_replicas_listen_on_loopback() -> None:
+    slots = local_slots(2, 1, "192.0.2.2", "ray-node-0", ["0", "1"])
+    assert [s.host for s in slots] == ["127.0.0.1", "127.0.0.1"]
+    assert [s.where() for s in slots] == ["node 0 (192.0.2.2), GPUs 0", "node 0 (192.0.2.2), GPUs 1"]
 
 
 def test_the_self_test_flags_of_the_served_env_go_before_the_user_s_and_are_described() -> None:

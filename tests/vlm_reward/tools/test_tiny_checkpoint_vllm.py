@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.setup_steps import WAITING_TEST_TIMEOUT_S
 from tests.support.vllm_venv import require_vllm_python, run_in_vllm_venv
 from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL
 
@@ -45,8 +46,9 @@ def test_config_names_the_generative_architecture_at_the_top(
     assert architecture in (QWEN2_5_VL.architecture, QWEN3_VL.architecture)
 
 
-@pytest.mark.vllm
+@pytest.mark.vllm_venv  # vLLM's config resolution, no engine: the light part
 @pytest.mark.slow
+@pytest.mark.timeout(WAITING_TEST_TIMEOUT_S)
 def test_vllm_resolves_it_as_a_generative_model(
     tiny_qwen_checkpoint: str, tiny_qwen3_checkpoint: str, tmp_path: Path
 ) -> None:
