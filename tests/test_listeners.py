@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -92,30 +93,30 @@ def test_a_child_listening_off_loopback_is_found_and_one_on_loopback_is_not() ->
     ]
 
 
-def test_a_server_on_the_machine_s_own_interface_address_is_found() -> None:
-    try:
-        address = _interface_address()
-    except OSError:
-        pytest.skip("this machine has no network interface besides loopback")
+def _poll_while_listening(start: Callable[[], subprocess.Popen]) -> ListenerWatch:
+    """A fresh watch, then the server ``start`` starts (after the watch: what listened before it
+    is not the test's), one poll while it listens, then the server stopped."""
     watch = ListenerWatch(lambda: "this test", interval_s=60)
-    server = _server(address)
+    server = start()
     try:
         time.sleep(0.2)
         watch.poll()
     finally:
         server.kill()
         server.wait(timeout=10)
+    return watch
+
+
+def test_a_server_on_the_machine_s_own_interface_address_is_found() -> None:
+    try:
+        address = _interface_address()
+    except OSError:
+        pytest.skip("this machine has no network interface besides loopback")
+    watch = _poll_while_listening(lambda: _server(address))
     assert [f.listener.address for f in watch.found] == [address]
 
 
 def test_a_process_that_loads_ray_is_ray_s() -> None:
     """A Ray driver (a training run, a dry run) listens on all addresses for Ray's own cluster."""
-    watch = ListenerWatch(lambda: "this test", interval_s=60)
-    driver = _server("0.0.0.0", preload="import ray._raylet; ")
-    try:
-        time.sleep(0.2)
-        watch.poll()
-    finally:
-        driver.kill()
-        driver.wait(timeout=10)
+    watch = _poll_while_listening(lambda: _server("0.0.0.0", preload="import ray._raylet; "))
     assert watch.found == []
