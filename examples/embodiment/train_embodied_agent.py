@@ -84,9 +84,14 @@ def describe_ray_cluster() -> str:
 
 
 def env_worker_cls(cfg: DictConfig) -> type:
-    """RLinf's env worker, or the one that reports the reward guard's stop requests."""
+    """RLinf's env worker, or the one that reports the reward guard's stop requests; in a
+    ``--cpu-learn`` run, the one that also records each episode's outcome (cpu_learn/outcomes.py)."""
     from examples.embodiment.guard_stop import GuardedEnvWorker, stops_on_guard
 
+    if cfg.get("cpu_learn", {}).get("enable", False):
+        from examples.embodiment.cpu_learn.env_worker import GuardedOutcomesEnvWorker, OutcomesEnvWorker
+
+        return GuardedOutcomesEnvWorker if stops_on_guard(cfg) else OutcomesEnvWorker
     if stops_on_guard(cfg):
         return GuardedEnvWorker
     from rlinf.workers.env.env_worker import EnvWorker
@@ -146,6 +151,23 @@ def start_smoke_guard(cfg: DictConfig) -> Any:
     return guard.start()
 
 
+def apply_learning_mode(cfg: DictConfig) -> None:
+    """A ``--cpu-learn`` run's ``cpu_learn.judge_only`` settings (cpu_learn/judge_only.py), set before
+    anything reads them; a setting the mode refuses exits with ``EXIT_BAD_SETTINGS``."""
+    if not cfg.get("cpu_learn", {}).get("enable", False):
+        return
+    from examples.embodiment.cpu_learn.judge_only import apply_judge_only
+    from vlm_reward.exit_statuses import EXIT_BAD_SETTINGS
+
+    try:
+        changed = apply_judge_only(cfg)
+    except (TypeError, ValueError) as exc:
+        print(f"[cpu_learn] FAILED: {exc}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_BAD_SETTINGS)
+    if changed:
+        print(f"[cpu_learn] judge-only mode: {', '.join(changed)}", flush=True)
+
+
 def run_training(runner: Any, smoke_guard: Any) -> None:
     """``runner.run()``; a reward-guard stop closes the loggers, says why and exits with its status."""
     from examples.embodiment.guard_stop import RewardGuardStop
@@ -165,6 +187,7 @@ def run_training(runner: Any, smoke_guard: Any) -> None:
 def main(cfg: DictConfig) -> None:
     from examples.embodiment.judge_replicas import judges_on_cluster, judges_or_exit, validated_or_exit
 
+    apply_learning_mode(cfg)  # before anything reads the env's settings
     judges = judges_or_exit(cfg)  # a wrong reward_server block stops here, before Ray starts
     guard = start_smoke_guard(cfg)  # before Ray starts: its watchdog also covers a hung start
     cfg = validated_or_exit(cfg, judges)  # RLinf's validate_cfg: starts or joins the Ray cluster

@@ -12,8 +12,12 @@ step is one less). So per step:
   agreement, the judged-yes-native-no share is ``((1 - a) + (v - n)) / 2`` and the
   judged-no-native-yes share ``((1 - a) - (v - n)) / 2`` (``None`` where no native failure,
   resp. success, is behind the rate);
-- ``groups_with_gradient``: ``rollout/groups_with_gradient``, logged by the run's actor
-  (``examples/embodiment/cpu_learn/groups.py``);
+- ``groups_with_gradient``: ``rollout/groups_with_gradient``, the share of GRPO groups the actor
+  trained on (not dropped by RLinf's reward filter, advantages not all zero), and
+  ``groups_with_spread``: ``rollout/groups_with_spread``, the share whose returns span a tenth of
+  ``reward_coef``; both logged by the run's actor (``examples/embodiment/cpu_learn/groups.py``);
+- ``fallbacks``: the episodes whose score was the client's fallback, not the judge's
+  (``env/vlm_fallback`` x episodes; absent without a judge);
 - ``parameters``: the policy's release Gaussians the step's episodes were drawn from
   (``rollout/policy/<mean|std>_<object>_<x|y>``).
 
@@ -35,6 +39,8 @@ JUDGED_TAG = "env/vlm_success"
 NATIVE_TAG = "env/native_success"
 AGREE_TAG = "env/vlm_native_agree"
 GROUPS_TAG = "rollout/groups_with_gradient"
+SPREAD_TAG = "rollout/groups_with_spread"
+FALLBACK_TAG = "env/vlm_fallback"
 GUARD_TAG = "env/vlm_guard_tripped"
 PARAMETER_TAG = re.compile(r"^rollout/policy/(mean|std)_(\d+)_([xy])$")
 
@@ -84,6 +90,8 @@ def learning_steps(scalars: Scalars) -> list[dict[str, Any]]:
             native, agree = scalars[NATIVE_TAG][step], scalars[AGREE_TAG][step]
             fpr, recall = judge_rates(judged, native, agree, episodes)
         groups = scalars.get(GROUPS_TAG, {}).get(step)
+        spread = scalars.get(SPREAD_TAG, {}).get(step)
+        fallbacks = scalars.get(FALLBACK_TAG, {}).get(step)
         steps.append(
             {
                 "step": int(step) + 1,
@@ -91,6 +99,8 @@ def learning_steps(scalars: Scalars) -> list[dict[str, Any]]:
                 "success_rate": _rate(scalars[SUCCESS_TAG][step]),
                 "judged_success_rate": None if judged is None else _rate(judged),
                 "groups_with_gradient": None if groups is None else _rate(groups),
+                "groups_with_spread": None if spread is None else _rate(spread),
+                "fallbacks": None if fallbacks is None else round(fallbacks * episodes),
                 "false_positive_rate": fpr,
                 "recall": recall,
                 "parameters": parameters(scalars, step),

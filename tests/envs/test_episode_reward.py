@@ -234,6 +234,23 @@ def test_return_counts_past_a_native_success_under_ignore_terminations() -> None
     assert run.core.metrics["native_success"][0] == 1.0 and run.judge.calls == [(0, 7, True)]
 
 
+@pytest.mark.parametrize("case", [c for c in CASES if not c.reset_after_end], ids=lambda c: c.id)
+def test_judge_only_the_simulators_success_changes_no_reward_and_no_return(
+    case: Case, rlinf_formula: Callable
+) -> None:
+    # Judge-only mode (ignore_terminations: True): the episode ends at its truncation (``end``), and
+    # the simulator's success, at whatever step it comes or never, is only recorded.
+    runs = [
+        drive(case, rlinf_formula, native_at=native_at) for native_at in (None, 1, case.end - 1, case.end)
+    ]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.rewards, runs[0].rewards)
+        assert run.return_at_end == runs[0].return_at_end
+        assert run.core.metrics["native_success"][0] == 1.0, "recorded for the rates"
+    assert runs[0].core.metrics["native_success"][0] == 0.0
+    assert [call[2] for run in runs for call in run.judge.calls] == [False, True, True, True]
+
+
 def test_shadow_mode_keeps_the_native_reward_and_records_metrics() -> None:
     case = Case("shadow", True, False, (4, 4), 6, (0,) * 8, 0.9)
     run = drive(case, hand_formula, train=False)

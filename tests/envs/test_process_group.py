@@ -116,10 +116,25 @@ def test_a_step_that_does_not_replay_the_chunk_is_an_error_and_drops_the_rest(fi
 
 
 def test_rendering_reaches_the_recorded_states_and_surfaces_the_childs_error(five: ProcessGroupEnv) -> None:
-    five.mark_episode_start(id=[2])
-    five.step(np.zeros((1, 1)), id=[2])
-    with pytest.raises(RuntimeError, match=r"(?s)process 2 failed:.*camera"):
-        five.render_frames({2: [0, 1]}, 16)  # a stand-in has no camera to render with
+    """Each frame is the camera stand-in's image of the state recorded at the step asked (channel 0:
+    the env's step count then; channel 1: its name), turned upright; the envs and steps as asked."""
+    five.set_init_state([np.array([7.0]), np.array([0.0])], id=[3, 2])
+    five.mark_episode_start(id=[3, 2])  # recorded step 0: env 3 at its 7th step, env 2 at its reset
+    for _ in range(2):
+        five.step(np.zeros((2, 1)), id=[3, 2])
+    frames = five.render_frames({3: [2, 0, 1], 2: [1]}, 16)  # env 3 in process 0, env 2 in process 2
+    assert list(frames) == [3, 2]
+    assert [(f.shape, f.dtype) for f in frames.values()] == [
+        ((3, 16, 16, 3), np.uint8),
+        ((1, 16, 16, 3), np.uint8),
+    ]
+    shown = {
+        env: [(int(f[0, 0, 0]), chr(f[0, 0, 1])) for f in env_frames] for env, env_frames in frames.items()
+    }
+    assert shown == {3: [(9, "d"), (7, "d"), (8, "d")], 2: [(1, "c")]}
+    assert frames[3][0, :, 0, 2].tolist() == list(range(15, -1, -1)), "turned upright: the rows reversed"
+    with pytest.raises(RuntimeError, match=r"(?s)LIBERO simulator process 2 failed:.*IndexError"):
+        five.render_frames({2: [3]}, 16)  # env 2 recorded steps 0 to 2 only
 
 
 def test_failures_are_errors_naming_the_process_never_hangs() -> None:

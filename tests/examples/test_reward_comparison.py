@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -60,8 +62,16 @@ def test_starts_are_named_and_the_default_is_the_configs() -> None:
             ["--start", "rare", "--override", "env.train.total_num_envs=2"],
             ["env.train.reward_model.enable=False", *start_overrides("rare"), "env.train.total_num_envs=2"],
         ),
+        (
+            ["--judge-only", "--override", "env.train.total_num_envs=2"],
+            [
+                "env.train.reward_model.enable=False",
+                "cpu_learn.judge_only=True",
+                "env.train.total_num_envs=2",
+            ],
+        ),
     ],
-    ids=["default", "rare", "rare-and-override"],
+    ids=["default", "rare", "rare-and-override", "judge-only"],
 )
 def test_the_run_command_carries_the_start_and_the_overrides(argv: list[str], tail: list[str]) -> None:
     args = cli.build_parser().parse_args(["--out", "OUT", "--seed", "2", "--steps", "3", *argv])
@@ -69,6 +79,38 @@ def test_the_run_command_carries_the_start_and_the_overrides(argv: list[str], ta
     assert command[2:4] == ["--cpu-learn", "libero_10_grpo_openvlaoft"]
     assert command[4:7] == ["runner.max_steps=3", "env.train.seed=2", "actor.seed=2"]
     assert command[7:] == tail
+
+
+@pytest.mark.parametrize("name", [name for name, spec in RUNS.items() if spec.judge is not None])
+def test_a_judged_run_stops_at_a_failed_call_rather_than_train_on_a_fallback(name: str) -> None:
+    block = RUNS[name].block("http://127.0.0.1:1/score")
+    assert block["fail_on_request_error"] is True and block.get("fallback_score") is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "text"),
+    [
+        ({}, "success 0.25 of 16, groups trained on 0.50, with a spread 1.00"),
+        (
+            {"env/vlm_success": {0: 0.5}, "env/vlm_fallback": {0: 0.0}},
+            "success 0.25 of 16, judged 0.50, fallbacks 0, groups trained on 0.50, with a spread 1.00",
+        ),
+        (
+            {"env/vlm_success": {0: 0.5}, "env/vlm_fallback": {0: 0.1875}},
+            "success 0.25 of 16, judged 0.50, fallbacks 3, groups trained on 0.50, with a spread 1.00",
+        ),
+    ],
+    ids=["native", "judged", "judged-with-fallbacks"],
+)
+def test_the_step_line_says_what_the_step_trained_on(extra: dict, text: str) -> None:
+    scalars = {
+        "env/success_once": {0: 0.25},
+        "env/num_trajectories": {0: 16.0},
+        "rollout/groups_with_gradient": {0: 0.5},
+        "rollout/groups_with_spread": {0: 1.0},
+        **extra,
+    }
+    assert results.step_line(scalars, 0) == text
 
 
 SCALARS = {
@@ -93,22 +135,50 @@ def test_the_time_split_takes_judging_out_of_the_rollout_and_start_up_out_of_the
     }
 
 
-def test_the_summary_gives_the_test_once_there_are_enough_steps() -> None:
-    unjudged = {"judged_success_rate": None, "false_positive_rate": None, "recall": None}
-    rates = (0.25, 0.375, 0.5, 0.75, 0.8125, 0.875)
-    steps = [
-        {"step": k + 1, "episodes": 16, "success_rate": r, "groups_with_gradient": 1.0, **unjudged}
-        for k, r in enumerate(rates)
+def _outcomes(successes: list[tuple[int, int]], judged: bool = False) -> list:
+    """Steps of two groups of 8: ``successes[k]`` the successes of each group at step k; a judge
+    (if any) that says yes to every episode."""
+    return [
+        [
+            [
+                {"success": e < n, "judged": True if judged else None, "fallback": False, "length": 400}
+                for e in range(8)
+            ]
+            for n in step
+        ]
+        for step in successes
     ]
-    run = {"steps": steps, "time_s": results.time_split(SCALARS, 250.0), "guard_tripped_at": 3}
-    line = results.summary_lines({"native": run})[0]
-    assert line.startswith(
-        "native: success 0.31 (first 2 steps, 32 episodes) -> 0.81 (last 3, 48): +0.50, p = "
+
+
+def test_the_summary_gives_the_rise_with_its_interval_the_endpoint_and_the_judges_pooled_rates() -> None:
+    from examples.embodiment.reward_comparison import statistics
+
+    counts = [(2, 2), (3, 3), (4, 4), (6, 6), (7, 7)]
+    unjudged = {"judged_success_rate": None, "false_positive_rate": None, "recall": None}
+    steps = [
+        {"step": k + 1, "episodes": 16, "success_rate": sum(c) / 16, "groups_with_gradient": 1.0, **unjudged}
+        for k, c in enumerate(counts)
+    ]
+    native = {"steps": steps, "time_s": results.time_split(SCALARS, 250.0), "guard_tripped_at": 3}
+    native["outcomes"] = _outcomes(counts)
+    native["statistics"] = statistics.run_statistics(native["outcomes"])
+    judged = {**native, "guard_tripped_at": None, "outcomes": _outcomes([(2, 2)] * 5, judged=True)}
+    judged["statistics"] = statistics.run_statistics(judged["outcomes"])
+    ends = statistics.endpoints({"native": {0: native["outcomes"]}, "yes": {0: judged["outcomes"]}})
+    lines = results.summary_lines({"native": native, "yes": judged}, ends)
+    assert lines[0].startswith("native: success 0.31 -> 0.71, +0.40 [")
+    assert "58% of the gap;" in lines[0] and "; success >= 0.5 at step 3;" in lines[0]
+    assert "groups trained on 1.00" in lines[0] and lines[0].endswith("guard tripped at step 3")
+    assert "judge" not in lines[0]
+    assert "last 3 minus native -0.46 [" in lines[1]
+    assert (
+        "judge false-positive rate 1.00 [1.00, 1.00], recall 1.00 [1.00, 1.00] (pooled over episodes)"
+        in lines[1]
     )
-    assert "; success >= 0.5 at step 3;" in line
-    assert "groups with a gradient 1.00" in line and line.endswith("guard tripped at step 3")
-    short = results.summary_lines({"native": {**run, "steps": steps[:2]}})[0]
-    assert "success per step 0.25, 0.38 (too few steps" in short
+    assert "fallbacks 0" in lines[1]
+    short = {**native, "steps": steps[:2], "outcomes": native["outcomes"][:2]}
+    short["statistics"] = statistics.run_statistics(short["outcomes"])
+    assert "success n/a (fewer than 5 steps)" in results.summary_lines({"native": short})[0]
 
 
 def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch, tmp_path, capsys) -> None:
@@ -119,6 +189,27 @@ def test_an_interrupted_comparison_says_how_to_resume_and_exits_130(monkeypatch,
     monkeypatch.setattr(cli.signal, "signal", lambda *args: None)  # keep pytest's own SIGTERM handling
     assert cli.main(["--out", str(tmp_path), "--runs", "native"]) == cli.EXIT_INTERRUPTED == 130
     assert "[compare] native interrupted; rerun the same command to resume." in capsys.readouterr().out
+
+
+def test_a_run_that_fails_stops_the_comparison_before_any_row_is_written(
+    monkeypatch, tmp_path, capsys
+) -> None:
+    # A judged run fails fast at a scoring call that failed (its judge stopped mid-run, say): its
+    # driver exits non-zero, and the comparison writes neither learning.json nor compare.md.
+    ran = []
+
+    def judged_run_fails(spec, args):
+        ran.append(spec.name)
+        return 0 if spec.name == "native" else 1
+
+    monkeypatch.setattr(cli, "run_once", judged_run_fails)
+    monkeypatch.setattr(cli.signal, "signal", lambda *args: None)
+    assert cli.main(["--out", str(tmp_path), "--runs", "native,classifier,lenient"]) == 1
+    assert ran == ["native", "classifier"], "the comparison stops at the failed run"
+    assert "[compare] classifier failed with exit status 1; rerun the same command to resume." in (
+        capsys.readouterr().out
+    )
+    assert not (tmp_path / "learning.json").exists() and not (tmp_path / "compare.md").exists()
 
 
 @pytest.fixture
@@ -224,3 +315,52 @@ def test_a_set_that_cannot_be_made_is_a_judge_error(near_miss_set, monkeypatch, 
         judges.JudgeError, match=r"making the labelled set .*data_near_miss ended with exit status 1"
     ):
         judges.JUDGES["near_miss"].prepare(tmp_path)
+
+
+@pytest.mark.parametrize("judge", ["classifier", "lenient", "progress", "near_miss"])
+def test_a_classifier_judges_stamp_is_the_one_its_training_writes(
+    near_miss_set, tmp_path, judge: str
+) -> None:
+    """Known before the judge is made ready (near_miss's once its set is made): a finished run's
+    judge is compared with the one a new run would get, without training it."""
+    from examples.embodiment.reward_comparison import judges
+
+    _, calls = near_miss_set
+    stamp = judges.JUDGES[judge].stamp
+    before = stamp(tmp_path)
+    assert not calls["make"] and not calls["train"], "a stamp makes nothing"
+    assert (before is None) == (judge == "near_miss"), "None only while the near-miss set is not made"
+    judges.JUDGES[judge].prepare(tmp_path)
+    [(_, options, data_dir)] = calls["train"]
+    assert stamp(tmp_path) == judges.setup_checkpoint.stamp(options, data_dir)
+    assert before in (None, stamp(tmp_path))
+
+
+def test_the_classifier_judges_stamps_differ() -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    stamps = [judges.JUDGES[name].stamp(Path("unused")) for name in ("classifier", "lenient", "progress")]
+    assert len(set(stamps)) == 3 and None not in stamps
+
+
+def test_the_tiny_vlms_stamp_is_a_hash_of_its_config_and_weights(tmp_path) -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    stamp = judges.JUDGES["tiny_vlm"].stamp
+    assert stamp(tmp_path) is None, "not built yet"
+    model = tmp_path / judges.TINY_VLM
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights")
+    built = stamp(tmp_path)
+    (model / "tokenizer.json").write_text("{}")
+    assert stamp(tmp_path) == built
+    (model / "model.safetensors").write_bytes(b"other weights")
+    assert stamp(tmp_path) not in (built, None)
+
+
+def test_a_plugins_judge_has_no_stamp(tmp_path) -> None:
+    from examples.embodiment.reward_comparison import judges
+
+    importlib.import_module("tests.support.learning_judge")  # registers the judge "wire"
+    assert judges.JUDGES["wire"].stamp(tmp_path) is None

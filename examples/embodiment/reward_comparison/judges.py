@@ -14,10 +14,15 @@ context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Th
   beside the basket (``scripts/make_classifier_data.py --variants near_miss``, made once into
   :data:`NEAR_MISS_DATA`, ~30 min here; trained 10 epochs), stamped beside set-up's;
 - ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once.
+
+Each also has a stamp (:attr:`Judge.stamp`), which a finished run records (:mod:`.provenance`) so
+that a run judged by another model is not reused: a classifier's is the stamp set-up writes beside
+it (its set's manifest, the training code, its options), the tiny VLM's a hash of its built files.
 """
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -37,6 +42,7 @@ DATA_TIMEOUT_S = 3 * 3600  # 31 min here beside a test suite; a hung simulator s
 # Its set has fewer success frames to train on than the shipped one (231 against 329): at the
 # default 6 epochs its eval-mode loss ended on the class prior (0.72; benchmark 16), at 10 it leaves it.
 NEAR_MISS_OPTIONS = ("--epochs", "10")
+TINY_VLM = "tiny-qwen2.5-vl"  # in DIR/judges
 
 
 class JudgeError(RuntimeError):
@@ -45,6 +51,10 @@ class JudgeError(RuntimeError):
 
 def _shipped_data() -> Path:
     return DEFAULT_DATA_DIR
+
+
+def _near_miss_dir() -> Path:
+    return NEAR_MISS_DATA
 
 
 def _near_miss_data() -> Path:
@@ -72,28 +82,61 @@ def _classifier(
     return prepare
 
 
+def _classifier_stamp(options: Sequence[str], data: Callable[[], Path]) -> Callable[[Path], str | None]:
+    """The stamp ``setup_checkpoint.ensure`` writes for a classifier trained on ``data()`` (where
+    the set is, not made here) with ``options``: what it serves once made ready. ``None`` while
+    the set is not made (near_miss's, before its first run)."""
+
+    def stamp(judges_dir: Path) -> str | None:
+        if not (data() / MANIFEST).is_file():
+            return None
+        return setup_checkpoint.stamp(options, data())
+
+    return stamp
+
+
 def _tiny_vlm(judges_dir: Path) -> Path:
     from vlm_reward.tools.tiny_checkpoint import build_tiny_qwen2_5_vl
 
-    path = judges_dir / "tiny-qwen2.5-vl"
+    path = judges_dir / TINY_VLM
     if not (path / "config.json").is_file():
         build_tiny_qwen2_5_vl(path)
     return path
+
+
+def _tiny_vlm_stamp(judges_dir: Path) -> str | None:
+    """A hash of the built tiny VLM's ``config.json`` and weights (it is built the same way each
+    time, offline); ``None`` while it is not built."""
+    path = judges_dir / TINY_VLM
+    if not (path / "config.json").is_file():
+        return None
+    digest = hashlib.sha256()
+    for file in (path / "config.json", *sorted(path.glob("*.safetensors")), *sorted(path.glob("*.bin"))):
+        digest.update(f"{file.name}\0".encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
 
 
 def _no_kwargs(judges_dir: Path) -> Mapping[str, Any]:
     return {}
 
 
+def _no_stamp(judges_dir: Path) -> str | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Judge:
     """A judge: the server's backend, how its model is made ready (``judges_dir`` -> model), the
-    server's ``--backend-kwargs`` (``judges_dir`` -> kwargs) and its ``--plugin`` modules."""
+    server's ``--backend-kwargs`` (``judges_dir`` -> kwargs), its ``--plugin`` modules and its
+    stamp (``judges_dir`` -> a string that names the model it serves, or ``None``: unknown, which
+    a run reused on resume must have recorded too; a cheap call that makes nothing)."""
 
     backend: str
     prepare: Callable[[Path], Path]
     backend_kwargs: Callable[[Path], Mapping[str, Any]] = _no_kwargs
     plugins: tuple[str, ...] = field(default_factory=tuple)
+    stamp: Callable[[Path], str | None] = _no_stamp
 
 
 def _beside(target: str) -> Path:
@@ -101,12 +144,23 @@ def _beside(target: str) -> Path:
     return setup_checkpoint.CHECKPOINT.with_name(f"{setup_checkpoint.CHECKPOINT.name}_{target}")
 
 
+def _resnet(
+    options: Sequence[str],
+    checkpoint: Path,
+    make: Callable[[], Path] = _shipped_data,
+    where: Callable[[], Path] = _shipped_data,
+) -> Judge:
+    """A classifier judge trained with ``options`` into ``checkpoint`` on the set ``make()`` makes
+    ready (``where()``: where that set is, for its stamp)."""
+    return Judge("resnet", _classifier(options, checkpoint, make), stamp=_classifier_stamp(options, where))
+
+
 JUDGES: dict[str, Judge] = {
-    "classifier": Judge("resnet", _classifier((), setup_checkpoint.CHECKPOINT)),
-    "lenient": Judge("resnet", _classifier(("--target", "half_goal"), _beside("half_goal"))),
-    "progress": Judge("resnet", _classifier(("--target", "goal_fraction"), _beside("goal_fraction"))),
-    "near_miss": Judge("resnet", _classifier(NEAR_MISS_OPTIONS, _beside("near_miss"), _near_miss_data)),
-    "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm),
+    "classifier": _resnet((), setup_checkpoint.CHECKPOINT),
+    "lenient": _resnet(("--target", "half_goal"), _beside("half_goal")),
+    "progress": _resnet(("--target", "goal_fraction"), _beside("goal_fraction")),
+    "near_miss": _resnet(NEAR_MISS_OPTIONS, _beside("near_miss"), _near_miss_data, _near_miss_dir),
+    "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm, stamp=_tiny_vlm_stamp),
 }
 
 

@@ -1,8 +1,10 @@
-"""What the learning comparison writes: ``learning.json``, the time split and the summary lines.
+"""What the learning comparison writes: ``learning.json``, the statistics in ``compare.md``, the time
+split, the step line and the summary lines.
 
-Everything is read from each run's logged scalars (``reward_eval.analysis.training_runs.read_scalars``)
+Everything is read from each run's logged scalars (``reward_eval.analysis.training_runs.read_scalars``),
+its outcome records (``examples/embodiment/cpu_learn/outcomes.py``, in its log dir's ``cpu_learn``)
 and its ``finished.json`` (written by :mod:`.cli` when the run ended); the step records themselves
-are :func:`reward_eval.analysis.learning.learning_steps`.
+are :func:`reward_eval.analysis.learning.learning_steps`, the statistics :mod:`.statistics`'.
 """
 
 from __future__ import annotations
@@ -12,7 +14,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reward_eval.analysis.learning import Scalars, first_step_at, guard_tripped_at, learning_steps, rise
+from examples.embodiment.cpu_learn.outcomes import read_groups
+from examples.embodiment.reward_comparison import statistics
+from reward_eval.analysis.learning import (
+    EPISODES_TAG,
+    FALLBACK_TAG,
+    GROUPS_TAG,
+    JUDGED_TAG,
+    SPREAD_TAG,
+    SUCCESS_TAG,
+    Scalars,
+    first_step_at,
+    guard_tripped_at,
+    learning_steps,
+)
+from reward_eval.analysis.training_runs import read_scalars
 from rlinf.envs.libero.reward_term import JUDGE_SECONDS
 
 RESET_TAG = "time/env/env/bootstrap_step"
@@ -20,7 +36,6 @@ ROLLOUT_TAG = "time/env/env_interact_step"
 UPDATE_TAGS = ("time/actor/run_training", "time/actor/actor/compute_adv")
 STEP_TAG = "time/step"
 JUDGE_TAG = f"env/{JUDGE_SECONDS}"
-FIRST, LAST = 2, 3  # the steps pooled for the rise: the first two against the last three
 MILESTONE = 0.5  # "how fast": the first step at which the simulator's success reaches it
 
 
@@ -48,8 +63,9 @@ def time_split(scalars: Scalars, wall_s: float) -> dict[str, float]:
     }
 
 
-def run_record(scalars: Scalars, finished: Mapping[str, Any]) -> dict[str, Any]:
-    """One run of ``learning.json``: its reward settings, its steps, the guard, the time split."""
+def run_record(scalars: Scalars, finished: Mapping[str, Any], outcomes: Any = ()) -> dict[str, Any]:
+    """One run of ``learning.json``: its reward settings, its steps, the guard, the time split, its
+    episodes' outcomes by step and group and their statistics (None for a run that recorded none)."""
     return {
         "reward_model": finished["reward_model"],
         "status": finished["status"],
@@ -57,56 +73,62 @@ def run_record(scalars: Scalars, finished: Mapping[str, Any]) -> dict[str, Any]:
         "guard_tripped_at": guard_tripped_at(scalars),
         "time_s": time_split(scalars, float(finished["wall_s"])),
         "steps": learning_steps(scalars),
+        "statistics": statistics.run_statistics(outcomes) if outcomes else None,
+        "outcomes": [[list(group) for group in step] for step in outcomes],
     }
 
 
-def write_learning(out: Path, runs: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> Path:
-    """``out/learning.json``: ``{"settings": ..., "runs": {name: run_record}}``."""
-    path = out / "learning.json"
-    path.write_text(json.dumps({"settings": dict(settings), "runs": dict(runs)}, indent=1) + "\n")
-    return path
+def write_all(out: Path, finished: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> list[str]:
+    """``out/learning.json`` and the statistics section of ``out/compare.md`` from each run's
+    ``finished.json``; the summary lines."""
+    records = {}
+    for name, run in finished.items():
+        log_dir = Path(run["log_dir"])
+        records[name] = run_record(read_scalars(log_dir), run, read_groups(log_dir / "cpu_learn"))
+    ends = statistics.endpoints(
+        {name: {settings["seed"]: r["outcomes"]} for name, r in records.items() if r["outcomes"]}
+    )
+    learning = {"settings": dict(settings), "primary_endpoint": ends, "runs": records}
+    (out / "learning.json").write_text(json.dumps(learning, indent=1) + "\n")
+    stats = {name: r["statistics"] for name, r in records.items() if r["statistics"] is not None}
+    section = ["", f'## Statistics (seed {settings["seed"]}; docs/training/learning.md, "Statistics")', ""]
+    with open(out / "compare.md", "a") as md:
+        md.write("\n".join([*section, *statistics.table(stats, ends)]) + "\n")
+    return summary_lines(records, ends)
 
 
-def summary_lines(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per run: success first-vs-last with the test's p-value, judged success, the judge's
-    false-positive rate, the share of groups with a gradient, the guard, the time."""
+def summary_lines(runs: Mapping[str, Mapping[str, Any]], ends: Mapping[str, Any] | None = None) -> list[str]:
+    """One line per run: its rise with its interval and the gap closed, the primary endpoint, the
+    milestone, the judge's pooled rates and fallbacks, the groups trained on, the guard, the time."""
     lines = []
     for name, run in runs.items():
-        steps = run["steps"]
+        steps, stats = run["steps"], run["statistics"] or {}
         reached = first_step_at(steps, MILESTONE)
         when = f"at step {reached}" if reached is not None else "not reached"
+        end = (ends or {}).get(name)
+        primary = ""
+        if end is not None:
+            primary = f"; last {end['last']} minus native "
+            primary += statistics.interval_text(end["difference"], signed=True)
         lines.append(
-            f"{name}: {_rise_text(steps)}; success >= {MILESTONE:g} {when}; {_judge_text(steps)}; "
-            f"{_time_text(run['time_s'])}"
+            f"{name}: success {statistics.rise_text(stats.get('rise'))}{primary}; success >= {MILESTONE:g} "
+            f"{when}; {_judge_text(steps, stats)}; {_time_text(run['time_s'])}"
         )
         if run["guard_tripped_at"] is not None:
             lines[-1] += f"; guard tripped at step {run['guard_tripped_at']}"
     return lines
 
 
-def _rise_text(steps: Sequence[Mapping[str, Any]]) -> str:
-    if len(steps) < FIRST + LAST:
-        rates = ", ".join(f"{s['success_rate']:.2f}" for s in steps)
-        return f"success per step {rates} (too few steps for the first-{FIRST}-vs-last-{LAST} test)"
-    r = rise(steps, "success_rate", FIRST, LAST)
-    return (
-        f"success {r.before:.2f} (first {FIRST} steps, {r.episodes_before} episodes) -> {r.after:.2f} "
-        f"(last {LAST}, {r.episodes_after}): {r.rise:+.2f}, p = {r.p_value:.3g}"
-    )
-
-
-def _judge_text(steps: Sequence[Mapping[str, Any]]) -> str:
+def _judge_text(steps: Sequence[Mapping[str, Any]], stats: Mapping[str, Any]) -> str:
     groups = [s["groups_with_gradient"] for s in steps if s["groups_with_gradient"] is not None]
-    text = (
-        f"groups with a gradient {sum(groups) / len(groups):.2f}" if groups else "groups with a gradient n/a"
-    )
-    judged = [s for s in steps if s["judged_success_rate"] is not None]
-    if not judged:
+    text = f"groups trained on {sum(groups) / len(groups):.2f}" if groups else "groups trained on n/a"
+    if stats.get("fallbacks") is None:
         return text
-    mean = sum(s["judged_success_rate"] for s in judged) / len(judged)
-    fprs = [s["false_positive_rate"] for s in judged if s["false_positive_rate"] is not None]
-    fpr = f"{sum(fprs) / len(fprs):.2f}" if fprs else "n/a"
-    return f"{text}; judged success {mean:.2f}, judge false-positive rate {fpr} (means over steps)"
+    fpr, recall = (statistics.interval_text(stats[kind]) for kind in ("false_positive_rate", "recall"))
+    return (
+        f"{text}; judge false-positive rate {fpr}, recall {recall} (pooled over episodes), "
+        f"fallbacks {stats['fallbacks']}"
+    )
 
 
 def _time_text(split: Mapping[str, float]) -> str:
@@ -114,3 +136,19 @@ def _time_text(split: Mapping[str, float]) -> str:
     return (
         f"{split['wall']:.0f} s (" + ", ".join(f"{p.replace('_', ' ')} {split[p]:.0f}" for p in parts) + ")"
     )
+
+
+def step_line(scalars: Scalars, step: int) -> str:
+    """The comparison's line for TensorBoard step ``step`` of a run while it trains: the simulator's
+    success, the judge's and its fallbacks (a judged run's, also when none), the groups trained on."""
+    episodes = scalars.get(EPISODES_TAG, {}).get(step, 0)
+    parts = [f"success {scalars[SUCCESS_TAG][step]:.2f} of {episodes:.0f}"]
+    if step in scalars.get(JUDGED_TAG, {}):
+        parts.append(f"judged {scalars[JUDGED_TAG][step]:.2f}")
+    if step in scalars.get(FALLBACK_TAG, {}):  # a judged run: its fallbacks, also when none
+        parts.append(f"fallbacks {round(scalars[FALLBACK_TAG][step] * episodes)}")
+    if step in scalars.get(GROUPS_TAG, {}):
+        parts.append(f"groups trained on {scalars[GROUPS_TAG][step]:.2f}")
+    if step in scalars.get(SPREAD_TAG, {}):
+        parts.append(f"with a spread {scalars[SPREAD_TAG][step]:.2f}")
+    return ", ".join(parts)

@@ -14,6 +14,13 @@ from typing import Any
 REWARD_MODEL = "env.train.reward_model"
 
 
+# A judged run stops at a failed scoring call (after the client's retries) rather than train on a
+# fallback: the default fallback is the episode's native success, which would hand the simulator's
+# reward to a run that claims to train on the judge's, and any fixed score is a reward no judge gave.
+# The comparison stops there; the same command reruns the run.
+FAIL_FAST = {"fail_on_request_error": True}
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """One run: its judge (``None``: the simulator's reward) and its ``reward_model`` settings."""
@@ -24,10 +31,11 @@ class RunSpec:
     reward_model: Mapping[str, Any] = field(default_factory=dict)
 
     def block(self, endpoint: str | None) -> dict[str, Any]:
-        """The ``reward_model`` keys this run sets (with the judge's endpoint once it is up)."""
+        """The ``reward_model`` keys this run sets (with the judge's endpoint once it is up); a judged
+        run fails fast (:data:`FAIL_FAST`) unless its own keys say otherwise."""
         if self.judge is None:
             return {"enable": False}
-        return {"enable": True, "endpoint": endpoint, **self.reward_model}
+        return {"enable": True, "endpoint": endpoint, **FAIL_FAST, **self.reward_model}
 
 
 _JUDGED = {"nframes": 16, "send_video_inline": True, "timeout": 120.0}
@@ -102,6 +110,15 @@ def start_overrides(name: str) -> list[str]:
         raise ValueError(f"--start {name!r} is not a start; valid: {', '.join(STARTS)}.")
     mean = STARTS[name]
     return [] if mean is None else [f"actor.model.release_mean={mean}"]
+
+
+# --judge-only: the --cpu-learn mode in which the judge alone decides (cpu_learn/judge_only.py).
+JUDGE_ONLY_OVERRIDE = "cpu_learn.judge_only=True"
+
+
+def mode_overrides(judge_only: bool) -> list[str]:
+    """The Hydra overrides of the comparison's mode: ``--judge-only``'s, or none."""
+    return [JUDGE_ONLY_OVERRIDE] if judge_only else []
 
 
 def register_run(spec: RunSpec) -> RunSpec:

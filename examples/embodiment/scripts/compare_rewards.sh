@@ -2,12 +2,16 @@
 # The learning comparison: train the --cpu-learn policy once per reward setting and compare the runs.
 #
 #   bash examples/embodiment/scripts/compare_rewards.sh --out DIR [--seed S] [--steps N]
-#       [--runs native,classifier,tiny_vlm,lenient] [--override KEY=VALUE ...]
+#       [--runs native,classifier,tiny_vlm,lenient] [--start rare] [--judge-only] [--reuse-stale]
+#       [--override KEY=VALUE ...]
 #
-# Runs one after another (resumable: a finished run is not rerun), a line per GRPO step, each judge
-# started before its run and stopped after it; then `reward-eval compare` over the runs (DIR/compare.png,
-# DIR/compare.md) and DIR/learning.json. examples/embodiment/reward_comparison/cli.py, docs/training/learning.md.
-# Environment: PYTHON (default: the repo's .venv python if present, else python), CPU_LEARN_TIMEOUT (per run).
+# Runs one after another (resumable: a finished run is not rerun if it was made as it would be now),
+# a line per GRPO step, each judge started before its run and stopped after it; then `reward-eval
+# compare` over the runs (DIR/compare.png, DIR/compare.md with the statistics) and DIR/learning.json.
+# Several seeds' DIRs pool with `python -m examples.embodiment.reward_comparison.seeds DIR... --out OUT`.
+# examples/embodiment/reward_comparison/cli.py, docs/training/learning.md.
+# Environment: PYTHON (default: the repo's .venv python if present, else python), CPU_LEARN_TIMEOUT (per
+# run; default: grows with --steps).
 set -euo pipefail
 REPO_PATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 if [ -z "${PYTHON:-}" ]; then

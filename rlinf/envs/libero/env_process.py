@@ -5,7 +5,7 @@ commands it answers (run in the spawned child; the parent's side is ``process_gr
 each ``(command, args)`` with a method of :class:`EnvProcess` until ``close`` or its parent's
 pipe ends. Without cameras an env is robosuite's camera-less ``ControlEnv``; with ``record``
 the process keeps each env's MuJoCo states since its episode's start, and renders any of them
-later through a camera env of the same task, built once per task and size.
+later through a camera env of the same task, built by the same factory once per task and size.
 """
 
 from __future__ import annotations
@@ -16,15 +16,18 @@ from typing import Any
 
 import numpy as np
 
-# (RLinf's env-fn params of one env, cameras?) -> the env; a module-level function (spawn pickles it)
+# (RLinf's env-fn params of one env, cameras?) -> the env; a module-level function (spawn pickles it).
+# It also builds the camera env that renders recorded states: params without a seed (it never samples
+# a scene), with the agentview camera at the frames' size (:func:`camera_params`).
 EnvFactory = Callable[[dict[str, Any], bool], Any]
 CAMERA_KEYS = ("camera_heights", "camera_widths", "camera_names", "camera_depths", "camera_segmentations")
 
 
 def build_env(param: dict[str, Any], cameras: bool) -> Any:
-    """One LIBERO env from RLinf's env-fn params (``bddl_file_name``, ``seed``, ``init_params``)."""
+    """One LIBERO env from RLinf's env-fn params (``bddl_file_name``, ``seed``, ``init_params``);
+    without a ``seed``, one left unseeded (the camera env of :func:`camera_params`)."""
     param = dict(param)
-    seed = param.pop("seed")
+    seed = param.pop("seed", None)
     if cameras:
         from libero.libero.envs import OffScreenRenderEnv as env_class
     else:
@@ -33,8 +36,19 @@ def build_env(param: dict[str, Any], cameras: bool) -> Any:
         param = {k: v for k, v in param.items() if k not in CAMERA_KEYS}
         param.update(use_camera_obs=False, has_offscreen_renderer=False, camera_names=[])
     env = env_class(**param)
-    env.seed(seed)
+    if seed is not None:
+        env.seed(seed)
     return env
+
+
+def camera_params(bddl: str, size: int) -> dict[str, Any]:
+    """The factory's params of the camera env that renders a task's recorded states at ``size`` px."""
+    return {
+        "bddl_file_name": bddl,
+        "camera_names": ["agentview"],
+        "camera_heights": size,
+        "camera_widths": size,
+    }
 
 
 class EnvProcess:
@@ -121,11 +135,7 @@ class EnvProcess:
 
     def _camera(self, bddl: str, size: int) -> Any:
         if (bddl, size) not in self.camera_envs:
-            from libero.libero.envs import OffScreenRenderEnv
-
-            env = OffScreenRenderEnv(
-                bddl_file_name=bddl, camera_names=["agentview"], camera_heights=size, camera_widths=size
-            )
+            env = self.factory(camera_params(bddl, size), True)
             env.reset()  # robosuite renders only after a first reset
             self.camera_envs[(bddl, size)] = env
         return self.camera_envs[(bddl, size)]

@@ -43,6 +43,12 @@ FEW_STEPS_PEARSON = 0.3
 # order): 0.35 held out, 0.57 test (the few-step success classifier's 0.22 and 0.37); the default
 # training's 0.83 (benchmark 15). The bound: the score rises through the success, not falls.
 FEW_STEPS_FRAME_VOC = 0.0
+# The few steps' success classifier (seed 0), held out / test: Pearson with its own frame labels (the
+# simulator's success per frame) 0.622 / 0.685, mean score at goal fraction 0 / 0.5 / 1 0.017 / 0.096 /
+# 0.975 and 0.013 / 0.061 / 0.733 (2026-11-29, this machine, AVX-512 kernels). Not pinned: the same code
+# and set gave its per-frame VOC as 0.22 / 0.37 in an earlier session and -0.01 / 0.14 in this one, so
+# a few-step model's measures move between sessions; the bound is well below both splits' Pearson.
+FEW_STEPS_SUCCESS_PEARSON = 0.4
 SCORE_TOLERANCE = 1e-4  # the backend's batch against the command's one pass: float32 rounding
 
 
@@ -158,6 +164,9 @@ def test_the_summary_measures_the_target_the_frames_and_the_variants(trained) ->
             assert means["0"] < means["0.5"] < means["1"], means
             assert block["pearson_goal_fraction"] > FEW_STEPS_PEARSON
             assert voc["mean"] > FEW_STEPS_FRAME_VOC, "its score rises through the success"
+        else:  # a success classifier tells the frames where the goal is reached from all the others
+            assert means["1"] > max(means["0"], means["0.5"]), means
+            assert block["pearson_target"] > FEW_STEPS_SUCCESS_PEARSON
     assert sum(row["episodes"] for row in evaluation["variants"].values()) == 6
     assert evaluation["test"]["fine_tuned"]["n"] > 3  # the test episodes and their success's counterfactuals
     printed = trained["out_text"]
