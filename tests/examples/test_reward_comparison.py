@@ -364,3 +364,19 @@ def test_a_plugins_judge_has_no_stamp(tmp_path) -> None:
 
     importlib.import_module("tests.support.learning_judge")  # registers the judge "wire"
     assert judges.JUDGES["wire"].stamp(tmp_path) is None
+
+
+def test_an_episodes_length_is_what_the_loss_counts_not_the_envs_elapsed_steps(tmp_path) -> None:
+    import torch
+
+    dones = torch.zeros(4, 2, 2, dtype=torch.bool)  # 3 chunks of 2 steps, 2 trajectories, and the first row
+    dones[2, 0, 0] = dones[2:, 0, :] = True  # trajectory 0 ends at its 3rd step (a success) and stays done
+    dones[3, 1, 1] = True  # trajectory 1 runs to the horizon, 6 steps
+    torch.save({"dones": dones}, tmp_path / "grpo_batch_step1_rank0.pt")
+    episode = {"success": False, "judged": None, "fallback": False, "length": 6}  # the env says 6 for both
+    steps = [[[dict(episode, success=True), dict(episode)]]]
+    assert [e["length"] for e in results.with_loss_lengths(steps, tmp_path)[0][0]] == [3, 6]
+    unrecorded = [[[dict(episode)]]]  # no batch recorded: the env's count stays
+    assert results.with_loss_lengths(unrecorded, tmp_path / "none")[0][0][0]["length"] == 6
+    with pytest.raises(ValueError, match="step 1: 2 trajectories in the actor's batch, 1 outcomes"):
+        results.with_loss_lengths([[[dict(episode)]]], tmp_path)

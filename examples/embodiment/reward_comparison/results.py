@@ -78,13 +78,42 @@ def run_record(scalars: Scalars, finished: Mapping[str, Any], outcomes: Any = ()
     }
 
 
+GRPO_BATCH = "grpo_batch_step{step}_rank*.pt"  # the actor's record of each step's batch (cpu_smoke/actor.py)
+
+
+def with_loss_lengths(steps: list, record_dir: Path) -> list:
+    """``steps`` (``read_groups``'s) with each episode's ``length`` the steps RLinf's loss counts for it
+    (its loss mask from the batch's ``dones``: up to and including its end step), where the actor
+    recorded the batch. The env's own count (``episode_len``) is the steps elapsed when the rollout
+    ended, the horizon for every env of a ``--cpu-learn`` run, also for an episode its success ended."""
+    import torch
+    from rlinf.utils.metric_utils import compute_loss_mask
+
+    for k, groups in enumerate(steps, start=1):
+        paths = sorted(record_dir.glob(GRPO_BATCH.format(step=k)))
+        if not paths:
+            continue
+        dones = torch.cat([torch.load(path)["dones"] for path in paths], dim=1)
+        mask, _ = compute_loss_mask(dones)
+        lengths = mask.sum(dim=(0, 2)).tolist()
+        episodes = [episode for group in groups for episode in group]
+        if len(lengths) != len(episodes):
+            raise ValueError(
+                f"step {k}: {len(lengths)} trajectories in the actor's batch, {len(episodes)} outcomes."
+            )
+        for episode, length in zip(episodes, lengths, strict=True):
+            episode["length"] = int(length)
+    return steps
+
+
 def write_all(out: Path, finished: Mapping[str, Mapping[str, Any]], settings: Mapping[str, Any]) -> list[str]:
     """``out/learning.json`` and the statistics section of ``out/compare.md`` from each run's
     ``finished.json``; the summary lines."""
     records = {}
     for name, run in finished.items():
         log_dir = Path(run["log_dir"])
-        records[name] = run_record(read_scalars(log_dir), run, read_groups(log_dir / "cpu_learn"))
+        steps = with_loss_lengths(read_groups(log_dir / "cpu_learn"), log_dir / "cpu_learn")
+        records[name] = run_record(read_scalars(log_dir), run, steps)
     ends = statistics.endpoints(
         {name: {settings["seed"]: r["outcomes"]} for name, r in records.items() if r["outcomes"]}
     )
