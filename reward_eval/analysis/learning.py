@@ -21,16 +21,14 @@ step is one less). So per step:
 - ``parameters``: the policy's release Gaussians the step's episodes were drawn from
   (``rollout/policy/<mean|std>_<object>_<x|y>``).
 
-:func:`rise` compares the first steps pooled with the last ones (a two-proportion z-test), as
-the learning comparison reports it.
+The learning comparison's rise and rates with their intervals are
+:mod:`reward_eval.analysis.grouped_stats`' (a group of episodes is one draw).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 SUCCESS_TAG = "env/success_once"
@@ -113,50 +111,6 @@ def guard_tripped_at(scalars: Scalars) -> int | None:
     """The first step (counted from 1) at which the reward guard had tripped, or None."""
     tripped = [step for step, value in sorted(scalars.get(GUARD_TAG, {}).items()) if value > 0]
     return tripped[0] + 1 if tripped else None
-
-
-@dataclass(frozen=True)
-class Rise:
-    """The first ``first`` steps pooled against the last ``last``: rates, rise and its p-value."""
-
-    before: float
-    after: float
-    episodes_before: int
-    episodes_after: int
-    p_value: float  # two-sided two-proportion z-test
-
-    @property
-    def rise(self) -> float:
-        return self.after - self.before
-
-
-def rise(
-    steps: Sequence[Mapping[str, Any]], key: str = "success_rate", first: int = 2, last: int = 3
-) -> Rise:
-    """:class:`Rise` of ``key`` (a rate per step) from the first ``first`` to the last ``last`` steps."""
-    if len(steps) < first + last:
-        raise ValueError(f"a rise needs at least {first + last} steps, got {len(steps)}.")
-    head, tail = steps[:first], steps[-last:]
-    k1, n1 = _pooled(head, key)
-    k2, n2 = _pooled(tail, key)
-    return Rise(k1 / n1, k2 / n2, n1, n2, two_proportion_p(k1, n1, k2, n2))
-
-
-def _pooled(steps: Sequence[Mapping[str, Any]], key: str) -> tuple[float, int]:
-    n = sum(int(s["episodes"]) for s in steps)
-    if n == 0:
-        raise ValueError("the steps pooled hold no episodes.")
-    return sum(float(s[key]) * int(s["episodes"]) for s in steps), n
-
-
-def two_proportion_p(k1: float, n1: int, k2: float, n2: int) -> float:
-    """Two-sided p-value of the pooled two-proportion z-test of k1/n1 against k2/n2."""
-    pooled = (k1 + k2) / (n1 + n2)
-    spread = math.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
-    if spread == 0.0:
-        return 1.0
-    z = abs(k2 / n2 - k1 / n1) / spread
-    return math.erfc(z / math.sqrt(2.0))
 
 
 def first_step_at(steps: Sequence[Mapping[str, Any]], rate: float, key: str = "success_rate") -> int | None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,6 @@ from reward_eval.analysis.learning import (
     judge_rates,
     learning_steps,
     parameters,
-    rise,
-    two_proportion_p,
 )
 
 
@@ -78,23 +74,6 @@ def test_a_run_without_a_judge_has_no_judge_rates_and_a_log_dir_without_success_
     assert step["judged_success_rate"] is step["false_positive_rate"] is step["recall"] is None
     with pytest.raises(ValueError, match="the run logged no 'env/success_once'"):
         learning_steps({"rollout/groups_with_gradient": {0: 1.0}})
-
-
-def test_the_rise_pools_the_first_and_the_last_steps() -> None:
-    steps = [{"episodes": 16, "success_rate": r} for r in (0.25, 0.375, 0.5, 0.75, 0.8125, 0.875)]
-    r = rise(steps)
-    assert (r.before, r.after, r.episodes_before, r.episodes_after) == (0.3125, 0.8125, 32, 48)
-    assert r.rise == pytest.approx(0.5) and r.p_value < 1e-4
-    with pytest.raises(ValueError, match="a rise needs at least 5 steps, got 4"):
-        rise(steps[:4])
-
-
-def test_the_two_proportion_test_matches_its_formula() -> None:
-    # 10/32 against 39/48: pooled p = 49/80
-    pooled = 49 / 80
-    z = (39 / 48 - 10 / 32) / math.sqrt(pooled * (1 - pooled) * (1 / 32 + 1 / 48))
-    assert two_proportion_p(10, 32, 39, 48) == pytest.approx(math.erfc(z / math.sqrt(2)))
-    assert two_proportion_p(0, 32, 0, 48) == 1.0, "no spread: no evidence"
 
 
 def test_the_first_step_at_a_rate() -> None:

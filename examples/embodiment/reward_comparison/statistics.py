@@ -91,9 +91,7 @@ def endpoints(outcomes: Mapping[str, Mapping[int, Steps]]) -> dict[str, dict[str
 
 def interval_text(interval: Mapping[str, float] | None, signed: bool = False) -> str:
     """A ``learning.json`` interval as ``0.31 [0.12, 0.48]`` (``signed``: ``+0.31 [...]``), or ``n/a``."""
-    if interval is None:
-        return "n/a"
-    return gs.Interval(**interval).text(signed=signed)
+    return gs.interval_text(None if interval is None else gs.Interval(**interval), signed=signed)
 
 
 def rise_text(rise: Mapping[str, Any] | None) -> str:
