@@ -25,7 +25,7 @@ from rlinf.scheduler.hardware.accelerators.accelerator import AcceleratorType
 from examples.embodiment.cpu_learn import hook
 from examples.embodiment.cpu_learn.actor import CpuLearnActor
 from examples.embodiment.cpu_learn.policy import MODEL_TYPE, ReleasePolicy
-from examples.embodiment.cpu_learn.weights import equal_trajectory_weights
+from examples.embodiment.cpu_learn.weights import equal_trajectory_weights, per_step_loss_mask
 
 CHUNKS, CHUNK, GROUP, COEF = 4, 2, 4, 5.0
 HORIZON = CHUNKS * CHUNK
@@ -196,3 +196,39 @@ def test_the_horizon_must_be_a_positive_int(steps: Any) -> None:
 def test_a_batch_without_lengths_is_left_as_it_is() -> None:
     batch = {"loss_mask": torch.ones(2, 2, 1, dtype=torch.bool)}
     assert equal_trajectory_weights(batch, HORIZON) == batch and "loss_mask_sum" not in batch
+
+
+def test_judge_only_batches_train_with_the_filter_on() -> None:
+    """``ignore_terminations: True``: RLinf sets no mask from terminations, its reward filter makes a
+    per-chunk one, which the actor makes per step (RLinf's advantage code fails on it otherwise)."""
+    ends = [HORIZON] * len(ENDS)  # every episode runs to the horizon, scored at its truncation
+    grads, batch = trajectory_gradients(_cfg(ignore_terminations=True), ends, REWARDS)
+    assert batch["loss_mask"].shape == batch["rewards"].shape
+    assert "loss_mask_sum" not in batch, "RLinf's plain masked mean: equal weights already"
+    assert not batch["loss_mask"][:, GROUP:].any() and batch["loss_mask"][:, :GROUP].all()
+    np.testing.assert_array_equal(grads[GROUP:], 0.0)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-9)
+    assert np.abs(grads[0]).max() > 1e-3, "a success pulls"
+    assert np.all(np.sign(grads[2][grads[2] != 0]) == -np.sign(grads[0][grads[2] != 0])), "failures push back"
+
+
+@pytest.mark.parametrize(
+    ("mask_shape", "expected"),
+    [((CHUNKS, 2, 1), (CHUNKS, 2, CHUNK)), ((CHUNKS, 2, CHUNK), (CHUNKS, 2, CHUNK)), (None, None)],
+    ids=["per-chunk", "per-step", "none"],
+)
+def test_a_per_chunk_mask_is_made_per_step(mask_shape: Any, expected: Any) -> None:
+    batch: dict[str, Any] = {"rewards": torch.zeros(CHUNKS, 2, CHUNK)}
+    if mask_shape is not None:
+        batch["loss_mask"] = torch.ones(mask_shape, dtype=torch.bool)
+    out = per_step_loss_mask(batch)
+    assert (None if out.get("loss_mask") is None else tuple(out["loss_mask"].shape)) == expected
+
+
+def test_a_mask_of_another_shape_is_refused() -> None:
+    batch = {
+        "rewards": torch.zeros(CHUNKS, 2, CHUNK),
+        "loss_mask": torch.ones(CHUNKS, 3, 1, dtype=torch.bool),
+    }
+    with pytest.raises(ValueError, match="fits neither"):
+        per_step_loss_mask(batch)

@@ -27,7 +27,7 @@ from rlinf.utils.metric_utils import compute_loss_mask
 
 from examples.embodiment.cpu_learn.groups import episode_returns, groups_with_gradient, groups_with_spread
 from examples.embodiment.cpu_learn.policy import release_parameters
-from examples.embodiment.cpu_learn.weights import LOSS_MASK_SUM, equal_trajectory_weights
+from examples.embodiment.cpu_learn.weights import LOSS_MASK_SUM, equal_trajectory_weights, per_step_loss_mask
 from examples.embodiment.cpu_smoke.actor import CpuSmokeActor
 
 
@@ -38,8 +38,9 @@ class CpuLearnActor(CpuSmokeActor):
         self, rollout_batch: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """RLinf's ``EmbodiedFSDPActor._process_received_rollout_batch`` (loss mask, ``loss_mask_sum``,
-        reward filter), then every trajectory's ``loss_mask_sum`` at ``max_episode_steps``."""
-        batch = super()._process_received_rollout_batch(rollout_batch)
+        reward filter), its per-chunk mask made per step (judge-only runs), then every trajectory's
+        ``loss_mask_sum`` at ``max_episode_steps``."""
+        batch = per_step_loss_mask(super()._process_received_rollout_batch(rollout_batch))
         return equal_trajectory_weights(batch, int(self.cfg.env.train.max_episode_steps))
 
     def compute_advantages_and_returns(self) -> dict[str, Any]:
