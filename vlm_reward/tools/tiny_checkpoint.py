@@ -1,4 +1,4 @@
-"""Tiny random-weight Qwen2.5-VL and Qwen3-VL checkpoints, built offline, for tests and smoke runs.
+"""Random-weight Qwen2.5-VL and Qwen3-VL checkpoints, built offline at a chosen size, for tests and CPU runs.
 
 The real models cannot be downloaded or run here, but the code paths that matter
 (chat template -> qwen-vl-utils -> processor -> vision tower -> ``generate``) only care
@@ -7,7 +7,9 @@ family (:mod:`vlm_reward.tools.tiny_families` holds what differs):
 
 - the family's ``...ForConditionalGeneration`` with the real architecture (Qwen2.5-VL:
   window attention, M-RoPE, patch merger; Qwen3-VL: interleaved M-RoPE, DeepStack, learned
-  position embeddings) at toy width and depth, with seeded random weights, ~1.5 MB on disk;
+  position embeddings) at a width and depth of :mod:`vlm_reward.tools.checkpoint_size` (by
+  default ``tiny``: toy width and depth, ~1.5 MB on disk; ``small``, ``base`` and ``large`` up to
+  tens of millions of parameters), with seeded random weights;
 - the family's real processor with the image and video processor classes transformers
   picks for it (Qwen2.5-VL: 14 px patches; Qwen3-VL: 16 px patches and its own video
   processor, which writes frame timestamps), merge 2, temporal patch 2, as in the real models;
@@ -17,19 +19,33 @@ family (:mod:`vlm_reward.tools.tiny_families` holds what differs):
 Answers are gibberish, but shapes, token ids, placeholder expansion and stopping behave
 as with the real model. Nothing touches the network. ``config.json`` names the architecture
 at its top level, as real checkpoints do, so vLLM loads it as a generative model.
+:data:`SIZE_FILE` records the family, the size, the parameter count and a stamp (equal stamps,
+equal checkpoints: same family, same size, same seed), so two sizes never pass for one another;
+the model's own files at the default size are the ones built before sizes existed, byte for byte.
 
-CLI: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family qwen3_vl]``.
+CLI: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family qwen3_vl] [--size base]
+[--hidden 256 --layers 4 ...]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from vlm_reward.judging.model_family import QWEN2_5_VL
+from vlm_reward.tools.checkpoint_size import (
+    DEFAULT_SIZE,
+    FIELD_HELP,
+    FIELDS,
+    PRESETS,
+    CheckpointSize,
+    checkpoint_size,
+    preset_name,
+)
 from vlm_reward.tools.tiny_families import TINY_FAMILIES, build_config, build_processor, tiny_family
 
 # Qwen2's special tokens in the order Qwen2.5-VL's tokenizer defines them, so their
@@ -107,6 +123,8 @@ def chat_template(default_system_prompt: str | None) -> str:
 
 DEFAULT_MAX_NEW_TOKENS = 8
 SEED = 0
+# The builder's record in the checkpoint: family, size (preset name and fields), parameters, stamp.
+SIZE_FILE = "checkpoint_size.json"
 
 
 def _byte_symbols() -> list[str]:
@@ -169,22 +187,44 @@ def build_generation_config(tokenizer: Any) -> Any:
     )
 
 
-def build_tiny_checkpoint(path: str | os.PathLike[str], family: str = QWEN2_5_VL.model_type) -> Path:
-    """Write a tiny random checkpoint of ``family`` (a model_type) with a real processor to ``path``.
+def size_stamp(family: str, size: CheckpointSize) -> str:
+    """What tells checkpoints apart: a hash of the family, the size's fields and the weights' seed
+    (16 hex digits). The preset's name is not in it: an override that equals a preset is that preset."""
+    identity = {"family": family, "size": size.to_dict(), "seed": SEED}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
+def read_size_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The builder's record (:data:`SIZE_FILE`) of the checkpoint at ``path``; ``None`` without one
+    (a real checkpoint, or one built before sizes existed)."""
+    record = Path(path) / SIZE_FILE
+    return json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+
+
+def build_tiny_checkpoint(
+    path: str | os.PathLike[str],
+    family: str = QWEN2_5_VL.model_type,
+    size: CheckpointSize | str = DEFAULT_SIZE,
+) -> Path:
+    """Write a random checkpoint of ``family`` (a model_type) at ``size`` (a
+    :class:`~vlm_reward.tools.checkpoint_size.CheckpointSize` or a preset's name; default ``tiny``)
+    with a real processor to ``path``, and its record (:data:`SIZE_FILE`).
 
     The directory loads with ``AutoProcessor`` / ``AutoModelForImageTextToText`` offline.
-    Weights come from a fixed torch seed, so two builds hold the same weights. Takes a
-    second or two and well under 5 MB on disk. ``ValueError`` for a family with no tiny build.
+    Weights come from a fixed torch seed, so two builds hold the same weights. ``tiny`` takes a
+    second or two and well under 5 MB on disk. ``ValueError`` for a family with no tiny build or
+    an unknown preset.
     """
     import torch
     import transformers
 
     tiny = tiny_family(family)
+    size = checkpoint_size(size) if isinstance(size, str) else size
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     template = chat_template(tiny.default_system_prompt)
     processor = build_processor(tiny, build_tokenizer(template), template)
-    config = build_config(tiny, processor.tokenizer, SPECIAL_TOKENS)
+    config = build_config(tiny, processor.tokenizer, SPECIAL_TOKENS, size)
     model_class = getattr(transformers, tiny.family.model_class)
     # fork_rng: seed for reproducible weights without changing the caller's RNG state.
     with torch.random.fork_rng(devices=[]):
@@ -194,6 +234,14 @@ def build_tiny_checkpoint(path: str | os.PathLike[str], family: str = QWEN2_5_VL
     model.save_pretrained(out, safe_serialization=True)
     processor.save_pretrained(out)
     write_architectures(out / "config.json", tiny.family.architecture)
+    record = {
+        "family": family,
+        "size": preset_name(size),
+        "dimensions": size.to_dict(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "stamp": size_stamp(family, size),
+    }
+    (out / SIZE_FILE).write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return out
 
 
@@ -216,7 +264,8 @@ def write_architectures(config_path: Path, architecture: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family FAMILY]``."""
+    """The command line: ``python -m vlm_reward.tools.tiny_checkpoint OUT_DIR [--family FAMILY]
+    [--size NAME] [--FIELD N ...]``."""
     parser = argparse.ArgumentParser(
         prog="python -m vlm_reward.tools.tiny_checkpoint", description=__doc__.splitlines()[0]
     )
@@ -227,13 +276,31 @@ def build_parser() -> argparse.ArgumentParser:
         default=QWEN2_5_VL.model_type,
         help="architecture family of the checkpoint (default: %(default)s)",
     )
+    parser.add_argument(
+        "--size",
+        choices=list(PRESETS),
+        default=DEFAULT_SIZE,
+        help="the named width and depth to start from; the flags below change single values of it "
+        "(default: %(default)s)",
+    )
+    group = parser.add_argument_group("size overrides (each replaces one value of --size)")
+    for name in FIELDS:
+        group.add_argument(
+            f"--{name.replace('_', '-')}", dest=name, type=int, metavar="N", help=FIELD_HELP[name]
+        )
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     """CLI entry point: build the checkpoint in OUT_DIR and print its path."""
-    args = build_parser().parse_args(argv)
-    print(build_tiny_checkpoint(args.out_dir, args.family))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    overrides = {name: getattr(args, name) for name in FIELDS if getattr(args, name) is not None}
+    try:
+        size = checkpoint_size(args.size, overrides)
+    except ValueError as exc:
+        parser.error(str(exc))
+    print(build_tiny_checkpoint(args.out_dir, args.family, size))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -12,11 +13,15 @@ from typing import Any
 import pytest
 
 from vlm_reward.judging.model_family import QWEN2_5_VL, QWEN3_VL, ModelFamily
+from vlm_reward.tools.checkpoint_size import PRESETS
 from vlm_reward.tools.tiny_checkpoint import (
+    SIZE_FILE,
     SPECIAL_TOKENS,
     build_tiny_checkpoint,
     build_tiny_qwen2_5_vl,
     main,
+    read_size_record,
+    size_stamp,
 )
 
 REPO = Path(__file__).resolve().parents[3]
@@ -233,7 +238,7 @@ def test_cli_writes_checkpoint_and_prints_path(tmp_path: Path, capsys: pytest.Ca
     out = tmp_path / "nested" / "ckpt"
     main([str(out)])
     assert capsys.readouterr().out.strip() == str(out)
-    assert {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"} <= {
+    assert {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json", SIZE_FILE} <= {
         p.name for p in out.iterdir()
     }
 
@@ -250,8 +255,15 @@ def test_cli_builds_the_family_asked_for(tmp_path: Path, capsys: pytest.CaptureF
 
 @pytest.mark.parametrize(
     ("argv", "message"),
-    [(["out", "--family", "llava"], "invalid choice: 'llava'"), ([], "the following arguments are required")],
-    ids=["unknown-family", "no-out-dir"],
+    [
+        (["out", "--family", "llava"], "invalid choice: 'llava'"),
+        ([], "the following arguments are required"),
+        (["out", "--size", "huge"], "invalid choice: 'huge'"),
+        (["out", "--hidden", "100"], "hidden / heads = 100 / 2 must be a whole multiple of 32"),
+        (["out", "--size", "small", "--kv-heads", "3"], "heads 4 must be a multiple of kv_heads 3"),
+        (["out", "--layers", "two"], "argument --layers: invalid int value: 'two'"),
+    ],
+    ids=["unknown-family", "no-out-dir", "unknown-size", "bad-head-dim", "bad-kv-heads", "not-a-number"],
 )
 def test_cli_rejects_bad_arguments(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as excinfo:
@@ -295,3 +307,136 @@ def test_importing_the_module_stays_light() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def mrope_section(text_config: dict[str, Any]) -> list[int]:
+    """The text config's M-RoPE split (transformers 5 writes ``rope_parameters``, 4.57 ``rope_scaling``)."""
+    rope = text_config.get("rope_scaling") or text_config.get("rope_parameters")
+    return rope["mrope_section"]
+
+
+def safetensors_parameters(checkpoint: Path) -> int:
+    """The parameters stored in the checkpoint's weights, counted from the tensors' shapes."""
+    from safetensors import safe_open
+
+    with safe_open(checkpoint / "model.safetensors", "np") as weights:
+        return sum(math.prod(weights.get_slice(k).get_shape()) for k in weights.keys())  # noqa: SIM118
+
+
+# Each family's tiny checkpoint as it was before sizes existed: its config's size keys, its parameters.
+TINY_SIZES = [
+    (
+        "tiny_qwen_checkpoint",
+        {"head_dim": None, "mrope_section": [4, 6, 6], "fullatt_block_indexes": [1]},
+        356_160,
+    ),
+    (
+        "tiny_qwen3_checkpoint",
+        {"head_dim": 32, "mrope_section": [6, 5, 5], "deepstack_visual_indexes": [0]},
+        449_664,
+    ),
+]
+
+
+def assert_sized(config: dict[str, Any], dims: dict[str, int], derived: dict[str, Any]) -> None:
+    """``config`` has the widths and depths ``dims`` and the family's ``derived`` keys."""
+    text, vision = config["text_config"], config["vision_config"]
+    assert (
+        text["hidden_size"],
+        text["num_hidden_layers"],
+        text["num_attention_heads"],
+        text["num_key_value_heads"],
+        text["intermediate_size"],
+    ) == (dims["hidden"], dims["layers"], dims["heads"], dims["kv_heads"], dims["intermediate"])
+    assert (vision["depth"], vision["hidden_size"], vision["num_heads"], vision["intermediate_size"]) == (
+        dims["vision_depth"],
+        dims["vision_hidden"],
+        dims["vision_heads"],
+        dims["vision_intermediate"],
+    )
+    assert vision["out_hidden_size"] == dims["hidden"]  # the merger feeds the language model
+    assert mrope_section(text) == derived["mrope_section"]
+    if derived["head_dim"] is not None:
+        assert text["head_dim"] == derived["head_dim"]
+    for key in ("fullatt_block_indexes", "deepstack_visual_indexes"):
+        if key in derived:
+            assert vision[key] == derived[key]
+
+
+@pytest.mark.parametrize(("checkpoint", "derived", "parameters"), TINY_SIZES, ids=FAMILY_IDS)
+def test_the_default_size_is_the_tiny_checkpoint_as_before(
+    request: pytest.FixtureRequest, checkpoint: str, derived: dict[str, Any], parameters: int
+) -> None:
+    path = Path(request.getfixturevalue(checkpoint))
+    config = json.loads((path / "config.json").read_text())
+    assert_sized(config, PRESETS["tiny"].to_dict(), derived)
+    record = read_size_record(path)
+    assert record == {
+        "family": config["model_type"],
+        "size": "tiny",
+        "dimensions": PRESETS["tiny"].to_dict(),
+        "parameters": parameters,
+        "stamp": size_stamp(config["model_type"], PRESETS["tiny"]),
+    }
+    assert safetensors_parameters(path) == parameters
+
+
+# (family, size flags, the size built, its preset's name in the record, the family's derived keys)
+SIZED_BUILDS = [
+    (
+        "qwen2_5_vl",
+        ["--size", "small"],
+        PRESETS["small"].to_dict(),
+        "small",
+        {"head_dim": None, "mrope_section": [4, 6, 6], "fullatt_block_indexes": [3]},
+    ),
+    (
+        "qwen3_vl",
+        ["--size", "small"],
+        PRESETS["small"].to_dict(),
+        "small",
+        {"head_dim": 32, "mrope_section": [6, 5, 5], "deepstack_visual_indexes": [0, 1, 2]},
+    ),
+    (
+        "qwen2_5_vl",
+        ["--size", "small", "--hidden", "256", "--vision-depth", "8"],
+        {**PRESETS["small"].to_dict(), "hidden": 256, "vision_depth": 8},
+        None,
+        {"head_dim": None, "mrope_section": [8, 12, 12], "fullatt_block_indexes": [7]},
+    ),
+    (
+        "qwen3_vl",
+        ["--hidden", "128", "--heads", "2", "--kv-heads", "2"],
+        {**PRESETS["tiny"].to_dict(), "hidden": 128, "heads": 2, "kv_heads": 2},
+        None,
+        {"head_dim": 64, "mrope_section": [12, 10, 10], "deepstack_visual_indexes": [0]},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "flags", "dims", "name", "derived"),
+    SIZED_BUILDS,
+    ids=["qwen2_5_vl-small", "qwen3_vl-small", "qwen2_5_vl-small-wider-deeper", "qwen3_vl-tiny-head-dim-64"],
+)
+def test_cli_builds_the_size_asked_for(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    family: str,
+    flags: list[str],
+    dims: dict[str, int],
+    name: str | None,
+    derived: dict[str, Any],
+) -> None:
+    main([str(tmp_path), "--family", family, *flags])
+    assert capsys.readouterr().out.strip() == str(tmp_path)
+    assert_sized(json.loads((tmp_path / "config.json").read_text()), dims, derived)
+    record = read_size_record(tmp_path)
+    assert record is not None
+    assert (record["family"], record["size"], record["dimensions"]) == (family, name, dims)
+    assert record["parameters"] == safetensors_parameters(tmp_path)
+    assert record["stamp"] not in {size_stamp(family, PRESETS["tiny"]), size_stamp(family, PRESETS["base"])}
+
+
+def test_a_checkpoint_without_a_record_reads_as_none(tmp_path: Path) -> None:
+    assert read_size_record(tmp_path) is None
