@@ -17,8 +17,8 @@ tests' engines): seconds from start to ``/health`` 200 (at most :data:`VLLM_STAR
 ``--repeats`` ``/score`` requests of that clip (after one warm-up).
 
 The last column projects a fine-tune: the training step's wall seconds (its minimum and its median)
-and CPU seconds times :data:`PROBE_PASSES`, the example passes of the probe that taught the tiny
-judge here (60 epochs of 113 examples), in minutes. On a shared machine the wall times swing with
+and CPU seconds times :data:`PROBE_PASSES`, the example passes of a fine-tune of 60 epochs over the
+labelled set's 113 training videos (the probe), in minutes. On a shared machine the wall times swing with
 its load; the CPU seconds (two threads) and the minimum are the steadier readings. The children run
 with ``OMP_WAIT_POLICY=PASSIVE`` unless it is set (``scripts/openmp.sh``: GNU OpenMP's spinning
 threads multiply a 2-thread step's time beside a busy process, benchmark 17).
@@ -44,7 +44,8 @@ from benchmarks.harness import REPO, Stats, header, parse_args, synthetic_frames
 
 FAMILIES = ("qwen2_5_vl", "qwen3_vl")
 NFRAMES, SIDE, FPS = 16, 128, 4.0
-# The fine-tune probe on the labelled set (DESIGN.md, 2026-11-29): 60 epochs of 113 training examples.
+# The fine-tune this projects (the probe): 60 epochs over the labelled set's 113 training videos
+# (reward_eval/classifier/data's 150 episodes less the fine-tune's 25% held-out share), one example each.
 PROBE_PASSES = 60 * 113
 CHILD_TIMEOUT_S = 1200
 VLLM_START_TIMEOUT_S = 600
