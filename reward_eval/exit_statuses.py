@@ -14,7 +14,7 @@ EXIT_CANNOT_AUDIT = 3  # audit: the run has nothing to audit
 EXIT_FAIL_ABOVE = 4  # audit --fail-above: a false-positive rate above the bound
 EXIT_BAD_DATA = 3  # finetune, train-classifier: the data cannot train and measure a judge
 EXIT_CLASS_PRIOR = 4  # finetune, train-classifier: training ended at the class prior
-EXIT_SERVING_SKEW = 5  # finetune: the served judge does not answer its training examples as trained
+EXIT_SERVING_SKEW = 5  # finetune: the served judge does not answer its training data as trained
 
 _PROG = "reward-eval"
 _JOB_SOURCE = "reward_eval/job/run_dir.py"  # run_command: the judge's errors as status 1
@@ -104,9 +104,10 @@ REGISTRY: tuple[CommandExits, ...] = (
             ),
             ExitStatus(
                 EXIT_SERVING_SKEW,
-                "the served fine-tuned judge scores some training example further from the trainer's own "
-                "readout than `--serving-tolerance`, or cannot score it (the judge, `finetune.json` and the "
-                "report are written and say which examples)",
+                "the served fine-tuned judge scores some training example, or some training episode as the "
+                "env sent it, further from the trainer's own readout than `--serving-tolerance`, gives an "
+                "episode another verdict re-encoded than as sent, or cannot score it (the judge, "
+                "`finetune.json` and the report are written and say which examples)",
             ),
         ),
         sources=("reward_eval/commands/finetune.py",),

@@ -39,8 +39,9 @@ SLOW_TESTS: tuple[SlowTest, ...] = (
         124,
         "the default fine-tune of the tiny Qwen2.5-VL and Qwen3-VL (80 steps each), each judged before "
         "and after on real qwen_vl_hf servers",
-        "the fine-tune leaves the class prior on real LIBERO episodes and their counterfactuals, and "
-        "its served judge answers as it was trained",
+        "the fine-tune leaves the class prior on real LIBERO episodes (as the env sent them and "
+        "re-encoded) and their counterfactuals, and its served judge answers as it was trained, the "
+        "episodes as the env sent them included",
     ),
     SlowTest(
         "tests/envs/test_libero_env_equivalence.py::test_the_two_classes_differ",

@@ -2,7 +2,8 @@
 
 ``python -m reward_eval finetune RUN_DIR [RUN_DIR...] --model BASE --out DIR`` (see ``--help``):
 the runs' kept videos labelled by native success, plus counterfactual negatives of every success
-(the audit's perturbations, ``--counterfactuals``), split by initial state (and ``--holdout-tasks``);
+(the audit's perturbations, ``--counterfactuals``), every episode both as the env sent it and
+re-encoded as the counterfactuals are, split by initial state (and ``--holdout-tasks``);
 the judge trained on its own probability-mode readout exactly as the server shows it each video
 (:mod:`..finetune`); the merged checkpoint written to DIR, which every backend serves with
 ``--model DIR``; then the base and the fine-tuned judge on real reward servers over the held-out
@@ -14,9 +15,10 @@ or ``--resume``, a ``--resume`` that does not match its checkpoints); 3 the runs
 set (a run without kept videos, one class only, an empty held-out split); 4 training ended at the
 class prior (the judge answers alike for every video; nothing is written to DIR but
 ``finetune.json`` and the report, which say so); 5 the served fine-tuned judge does not answer its
-own training examples as the trainer read them (beyond ``--serving-tolerance``, or a call that
-failed: :mod:`..finetune.serving_check`; the judge is written, and ``finetune.json`` and the report
-say which examples).
+own training examples as the trainer read them, or its training episodes as the env sent them
+(beyond ``--serving-tolerance``, a verdict the encoding changes, or a call that failed:
+:mod:`..finetune.serving_check`; the judge is written, and ``finetune.json`` and the report say
+which examples).
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fine-tune a Qwen2.5-VL / Qwen3-VL judge on runs' kept episode videos (labels: native "
         "success) and counterfactual negatives, and compare it with its base on held-out episodes. Exit "
         "status: 0 done, 1 judge server unavailable, 2 bad options, 3 unusable data, 4 ended at the class "
-        "prior, 5 the served judge does not answer its training examples as trained.",
+        "prior, 5 the served judge does not answer its training examples (or episodes as the env sent them) "
+        "as trained.",
     )
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run dirs with kept videos")
     p.add_argument("--model", required=True, help="base checkpoint directory (Qwen2.5-VL or Qwen3-VL)")
@@ -156,8 +159,9 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         "--serving-tolerance",
         type=unit_interval,
         default=defaults.DEFAULT_SERVING_TOLERANCE,
-        help="largest difference allowed between the served judge's score of a training example and the "
-        "trainer's readout of it (default %(default)s; beyond it: exit status 5)",
+        help="largest difference allowed between the served judge's score of a training example (and of a "
+        "training episode as the env sent it) and the trainer's readout of it (default %(default)s; beyond "
+        "it: exit status 5)",
     )
     e.add_argument(
         "--request-timeout", type=positive_float, help="seconds per call (default: the env YAML's timeout)"
@@ -269,21 +273,34 @@ def report_prior(args: argparse.Namespace, summary: dict[str, Any], message: str
     return EXIT_CLASS_PRIOR
 
 
+def skew_of(evaluation: dict[str, Any]) -> str | None:
+    """Why the fine-tune's check of itself failed (:mod:`..finetune.serving_check`): the training
+    examples as served against the trainer, then the training episodes as the env sent them;
+    ``None`` when both passed or nothing was evaluated."""
+    from reward_eval.finetune.serving_check import skew_message, source_skew_message
+
+    check, sources = evaluation.get("serving"), evaluation.get("sources")
+    found = None if check is None else skew_message(check)
+    return found or (None if sources is None else source_skew_message(sources))
+
+
 def finish(args: argparse.Namespace, summary: dict[str, Any]) -> int:
-    """Write ``finetune.json`` and the report; print the table, the serving check and the command
-    that serves the judge; status 5 (and why, on stderr) when the served judge failed the check."""
-    from reward_eval.finetune.serving_check import check_line, skew_message
+    """Write ``finetune.json`` and the report; print the table, the two lines of the check and the
+    command that serves the judge; status 5 (and why, on stderr) when the served judge failed the check."""
+    from reward_eval.finetune.serving_check import check_line, source_line
 
     summary["serve_command"] = serve_command(args)
-    check = summary.get("evaluation", {}).get("serving")
-    skew = None if check is None else skew_message(check)
+    evaluation = summary.get("evaluation", {})
+    skew = skew_of(evaluation)
     if skew:
         summary.update(outcome="serving_skew", message=skew)
     write_summary(args.out, summary)
     page = write_report(args.out, summary)
-    if check is not None:
-        print(terminal_table(summary["evaluation"]))
-        print(f"[reward-eval] {check_line(check)}")
+    if evaluation.get("serving") is not None:
+        print(terminal_table(evaluation))
+        print(f"[reward-eval] {check_line(evaluation['serving'])}")
+    if evaluation.get("sources") is not None:
+        print(f"[reward-eval] {source_line(evaluation['sources'])}")
     print(f"[reward-eval] fine-tuned judge: {args.out} (report: {page})")
     if skew:
         print(f"[reward-eval] fine-tune check failed: {skew}.", file=sys.stderr)

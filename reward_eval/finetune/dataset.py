@@ -7,12 +7,20 @@ built by the audit's own :func:`..judge.counterfactuals.episode_counterfactuals`
 audit's seeding): the episode reversed, frozen, clipped, shuffled or judged against another
 task's instruction, each labelled a failure.
 
-**One encode/decode path for every example.** The kept video is decoded once; the episode
-itself and its counterfactuals are then encoded the same way (:func:`vlm_reward.video_io.encode_mp4`,
-at the kept video's frame rate) into the data set's folder, so positives and negatives carry the
-same codec artefacts and the judge cannot learn the codec instead of the content. These MP4s are
-what the training reads (through the server's own decoding, :mod:`.inputs`) and what the
-before/after evaluation sends to real servers, so both see the same bytes.
+**What the env sends, and its re-encode, for every episode.** Each episode is an example twice
+with its label: as the env's client sent it (``encoding`` :data:`SENT`: the kept MP4's own bytes,
+copied into the data set's folder; what ``rescore`` and a training run's env send the served
+judge) and re-encoded (:data:`REENCODED`: its frames decoded once and encoded again with
+:func:`vlm_reward.video_io.encode_mp4` at the kept video's frame rate, as the audit judges an
+episode). The counterfactuals can only be made from decoded frames, so they are re-encoded
+too. A second H.264 generation moves LIBERO's 256 px frames by ~1.3 of 255 on average (up to
+~30), which a judge fitted to a handful of examples can learn: issue 55 reported one trained on
+re-encodes alone that read 0.99 for its training success and served the episode the env sent at
+0.0096. With both encodings of every episode under one label, the encoding says nothing about the
+answer and the judge is trained on the bytes it will be served; the fine-tune's check of itself
+(:mod:`.serving_check`) scores both encodings of its training episodes on the served judge.
+These MP4s are what the training reads (through the server's own decoding, :mod:`.inputs`) and
+what the before/after evaluation sends to real servers, so both see the same bytes.
 
 The split (:mod:`.split`) is decided on episodes before anything is encoded, so an episode and
 its counterfactuals always land on the same side.
@@ -20,6 +28,7 @@ its counterfactuals always land on the same side.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -36,6 +45,9 @@ from reward_eval.judge.counterfactuals import (
 )
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.video_io import encode_mp4
+
+SENT = "sent"  # the kept MP4's own bytes: what the env's client sent the judge
+REENCODED = "reencoded"  # decoded and encoded again, as the audit's episodes and counterfactuals are
 
 
 class DataError(ValueError):
@@ -76,7 +88,10 @@ class Example:
 
     ``source``: ``original`` (a native success), ``failure`` (a native failure) or the
     perturbation that made it; ``label``: whether it should be judged a success; ``frames``:
-    the frames its MP4 holds; ``episode``/``group``: where it came from (the split's unit).
+    the frames its MP4 holds; ``episode``/``group``: where it came from (the split's unit);
+    ``encoding``: :data:`SENT` (the kept video's bytes) or :data:`REENCODED`; ``source_video``:
+    the kept video it was made from (the file the env sent); ``frame_size``: its frames' ``HxW``
+    as rendered (the server resizes them by the request, :mod:`.inputs`).
     """
 
     video: str
@@ -88,6 +103,9 @@ class Example:
     task_id: Any
     frames: int
     held_out: bool
+    encoding: str = REENCODED
+    source_video: str = ""
+    frame_size: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The example as ``finetune.json`` lists it."""
@@ -133,31 +151,38 @@ def episode_examples(
     seed: int,
     held_out: bool,
 ) -> list[Example]:
-    """The episode re-encoded and, for a native success, its chosen counterfactuals, written to
-    ``folder`` as MP4s; ``ValueError`` if the kept video does not decode."""
+    """The episode as the env sent it (its kept MP4 copied byte for byte), the episode re-encoded
+    and, for a native success, its chosen counterfactuals (re-encoded), written to ``folder``;
+    ``ValueError`` if the kept video does not decode."""
     frames, fps = decode_frames(episode.video)
     source = source_of(episode.kept, frames, hard_negative, seed)
     own, *made = episode_counterfactuals(source, episode.record.native_success)
     chosen = [own, *((name, cf) for name, cf in made if name in counterfactuals)]
     tag = episode.key.replace("/", "_").replace(":", "_")
-    examples = []
+    sent = folder / f"{tag}_{own[0]}_{SENT}.mp4"
+    shutil.copyfile(episode.video, sent)
+    made_paths = [(sent, own, SENT)]
     for name, cf in chosen:
         path = folder / f"{tag}_{name}.mp4"
         encode_mp4(cf.frames, path, fps=fps or 4.0)
-        examples.append(
-            Example(
-                video=str(path),
-                task_text=cf.task_text,
-                label=name == ORIGINAL,
-                source=name,
-                episode=episode.key,
-                group=episode.group,
-                task_id=episode.record.task_id,
-                frames=len(cf.frames),
-                held_out=held_out,
-            )
+        made_paths.append((path, (name, cf), REENCODED))
+    return [
+        Example(
+            video=str(path),
+            task_text=cf.task_text,
+            label=name == ORIGINAL,
+            source=name,
+            episode=episode.key,
+            group=episode.group,
+            task_id=episode.record.task_id,
+            frames=len(cf.frames),
+            held_out=held_out,
+            encoding=encoding,
+            source_video=str(Path(episode.video).resolve()),
+            frame_size=f"{frames.shape[1]}x{frames.shape[2]}",
         )
-    return examples
+        for path, (name, cf), encoding in made_paths
+    ]
 
 
 def build_examples(
@@ -206,7 +231,8 @@ def check_examples(examples: Sequence[Example]) -> None:
 
 
 def data_summary(examples: Sequence[Example], unreadable: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``finetune.json``'s data block: counts per split, class and source, the unreadable episodes."""
+    """``finetune.json``'s data block: counts per split, class, source, encoding and frame size (as
+    rendered), the unreadable episodes."""
     rows = [{**x.to_json(), "split": "held_out" if x.held_out else "train"} for x in examples]
     return {
         "examples": len(rows),
@@ -217,5 +243,7 @@ def data_summary(examples: Sequence[Example], unreadable: Sequence[Mapping[str, 
         },
         "by_class": counts_by(rows, "split", "label"),
         "by_source": counts_by(rows, "split", "source"),
+        "by_encoding": counts_by(rows, "split", "encoding"),
+        "by_frame_size": counts_by(rows, "split", "frame_size"),
         "unreadable": list(unreadable),
     }

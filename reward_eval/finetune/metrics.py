@@ -16,6 +16,7 @@ from typing import Any
 
 from reward_eval.analysis.audit import summarize_audit
 from reward_eval.analysis.calibration import calibration
+from reward_eval.finetune.dataset import REENCODED
 
 # The rows of the side-by-side table, in order, and how to read each from a judge's block.
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
@@ -28,8 +29,13 @@ TABLE_ROWS: tuple[tuple[str, str], ...] = (
 
 def audit_cases(judged: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The judged examples as the audit's cases (``perturbation``, ``original_score``: the score
-    of the episode itself, for the drop)."""
-    own = {j["episode"]: j["score"] for j in judged if j["source"] in ("original", "failure")}
+    of the episode itself re-encoded, as its counterfactuals are, for the drop, as the audit
+    measures it; an example without ``encoding`` counts as re-encoded)."""
+    own = {
+        j["episode"]: j["score"]
+        for j in judged
+        if j["source"] in ("original", "failure") and j.get("encoding", REENCODED) == REENCODED
+    }
     return [
         {
             "perturbation": j["source"],

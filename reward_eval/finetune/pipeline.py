@@ -1,15 +1,15 @@
 """The steps of ``reward-eval finetune``, each a function the command calls in order.
 
-1. :func:`build_dataset`: the runs' kept episodes, split by initial state, re-encoded with their
-   counterfactuals into ``OUT/finetune/videos`` (:mod:`.dataset`);
+1. :func:`build_dataset`: the runs' kept episodes, split by initial state, each as the env sent it
+   and re-encoded, with their counterfactuals, into ``OUT/finetune/videos`` (:mod:`.dataset`);
 2. :func:`load_judge`: the base checkpoint, its processor, what is trained (:mod:`.lora`) and how
    an example reaches it (the server's steps, :mod:`.inputs`);
 3. :func:`fine_tune`: the readout of every example before, the training (resumed from the last
    epoch's checkpoint with ``--resume``), the readout after, the class-prior check;
 4. :func:`save_judge`: the merged checkpoint into ``OUT``;
 5. :func:`evaluate`: the base and the fine-tuned judge on real servers, the held-out metrics, and
-   the served fine-tuned judge on its own training examples against the trainer's readout of them
-   (:mod:`.serving_check`).
+   the served fine-tuned judge on its own training examples against the trainer's readout of them,
+   and on the training episodes' kept videos as the env sent them (:mod:`.serving_check`).
 
 The command (:mod:`reward_eval.commands.finetune`) owns the options, the messages and the exit
 statuses; the summary these steps fill is what ``finetune.json`` holds.
@@ -295,30 +295,42 @@ def evaluate(
     :func:`.metrics.judge_block` over the held-out examples; ``threshold``; the largest difference
     between the server's base scores and the training's readout of the same examples; ``serving``:
     the fine-tuned server on the training examples against the trainer's readout,
-    :func:`.serving_check.serving_check`)."""
+    :func:`.serving_check.serving_check`; ``sources``: the same server on the training episodes'
+    kept videos, sent through the env's client as ``rescore`` sends them, against the trainer's
+    readout and their re-encodes, :func:`.serving_check.source_check`)."""
+    from reward_eval.finetune import serving_check as check
     from reward_eval.finetune.metrics import judge_block
     from reward_eval.finetune.served_judge import judge_examples
-    from reward_eval.finetune.serving_check import serving_check
     from reward_eval.judge.endpoint import served_backend
 
     held = [x for x in examples if x.held_out]
     train = [x for x in examples if not x.held_out]
+    sources = check.source_examples(train)
     threshold = float(block["success_threshold"])
     logs = out / REPORT_DIR
     base = judge_examples(args, str(args.model), held, block, logs / "server_base.log", "base judge")
-    # One server of the fine-tuned judge for both: the held-out examples, then its training ones.
+    # One server of the fine-tuned judge for all: the held-out examples, its training ones, then the
+    # training episodes as the env sent them.
     tuned = judge_examples(
-        args, str(out), held + train, block, logs / "server_fine_tuned.log", "fine-tuned judge"
+        args, str(out), held + train + sources, block, logs / "server_fine_tuned.log", "fine-tuned judge"
     )
-    judged = {"base": base, "fine_tuned": tuned[: len(held)]}
+    served_held, served_train = tuned[: len(held)], tuned[len(held) : len(held) + len(train)]
+    judged = {"base": base, "fine_tuned": served_held}
     diffs = [abs(j["score"] - outcome.before[j["video"]]) for j in base if j["score"] is not None]
     return {
         "threshold": threshold,
         "base": judge_block(judged["base"], args.counterfactuals, threshold),
         "fine_tuned": judge_block(judged["fine_tuned"], args.counterfactuals, threshold),
         "readout_vs_server_max_abs_diff": max(diffs) if diffs else None,
-        "serving": serving_check(
-            tuned[len(held) :], outcome.after, args.serving_tolerance, served_backend(args)
+        "serving": check.serving_check(
+            served_train, outcome.after, args.serving_tolerance, served_backend(args)
+        ),
+        "sources": check.source_check(
+            tuned[len(held) + len(train) :],
+            check.sent_readouts(train, outcome.after),
+            check.reencoded_scores(served_train),
+            args.serving_tolerance,
+            threshold,
         ),
         "judged": judged,
     }

@@ -4,8 +4,9 @@ The page and the terminal table come from the same summary (the dict written to
 ``finetune.json``): the data (runs, counts per split, class and source), the split, the
 hyper-parameters, the loss curve (a PNG beside the page), the base and the fine-tuned judge side
 by side on the held-out examples (AUROC, Brier, best F1 and its threshold, the audit's positive
-rate per row) and the served fine-tuned judge on its training examples beside the trainer's
-readout of them. The page is built from :mod:`..report.document`'s blocks like every report here.
+rate per row), the served fine-tuned judge on its training examples beside the trainer's
+readout of them, and on its training episodes as the env sent them. The page is built from
+:mod:`..report.document`'s blocks like every report here.
 """
 
 from __future__ import annotations
@@ -75,14 +76,20 @@ def terminal_table(evaluation: Mapping[str, Any], examples: str = "held-out") ->
 
 def _data_blocks(summary: Mapping[str, Any]) -> list[Block]:
     data = summary["data"]
-    counts = [(k, str(v)) for k, v in {**data["by_class"], **data["by_source"]}.items()]
+    by = {
+        **data["by_class"],
+        **data["by_source"],
+        **data.get("by_encoding", {}),
+        **data.get("by_frame_size", {}),
+    }
+    counts = [(k, str(v)) for k, v in by.items()]
     return [
         Heading("Data"),
         Para(
             f"{data['examples']} examples from {data['episodes']} episodes of {len(summary['runs'])} run(s); "
             f"held out by initial state: {', '.join(data['groups']['held_out'])}."
         ),
-        Table(("split/label or source", "examples"), tuple(counts)),
+        Table(("split/label, source, encoding or frame size", "examples"), tuple(counts)),
     ]
 
 
@@ -103,6 +110,7 @@ def report_blocks(summary: Mapping[str, Any]) -> list[Block]:
             Heading("Base and fine-tuned judge on the held-out examples"),
             Table(("metric", "base", "fine-tuned"), tuple(comparison_rows(summary["evaluation"]))),
             *serving_blocks(summary["evaluation"].get("serving")),
+            *source_blocks(summary["evaluation"].get("sources")),
             Para(f"Serve the fine-tuned judge: {summary['serve_command']}"),
         ]
     return blocks
@@ -136,6 +144,47 @@ def serving_blocks(check: Mapping[str, Any] | None) -> list[Block]:
             f"{_small(check['max_abs_diff'])}, {verdict} the tolerance {check['tolerance']:g}."
         ),
         Table(("training example", "label", "trainer", "served", "|served - trainer|"), rows),
+    ]
+
+
+def source_blocks(check: Mapping[str, Any] | None) -> list[Block]:
+    """The same check on the training episodes as the env sent them (:func:`.serving_check.source_check`):
+    each kept video served, beside the trainer's readout and the served score of its re-encode."""
+    if check is None:
+        return []
+    rows = tuple(
+        (
+            Path(r["video"]).name,
+            "success" if r["label"] else "failure",
+            num(r["trainer"]),
+            num(r["served"]),
+            num(r["reencoded"]),
+            num(r["diff"]),
+            num(r["codec_diff"]),
+        )
+        for r in check["examples"]
+    )
+    verdict = "passed" if check["passed"] else "FAILED"
+    return [
+        Heading("The served fine-tuned judge on its training episodes as the env sent them"),
+        Para(
+            f"Each training episode's kept video, sent through the env's client as rescore sends it: "
+            f"largest difference from the trainer's readout {_small(check['max_abs_diff'])} (tolerance "
+            f"{check['tolerance']:g}), largest from its re-encode {_small(check['max_codec_diff'])}, "
+            f"{check['codec_flips']} verdict(s) at {check['threshold']:g} changed by the encoding: {verdict}."
+        ),
+        Table(
+            (
+                "kept video",
+                "label",
+                "trainer",
+                "served",
+                "re-encoded",
+                "|served - trainer|",
+                "|sent - re-encoded|",
+            ),
+            rows,
+        ),
     ]
 
 

@@ -14,14 +14,25 @@ highest failure), which is what a user of the judge gets.
 Beyond ``tolerance`` on any example, or a training example the server could not judge, the check
 fails: the command says which examples and by how much, and exits with
 :data:`reward_eval.exit_statuses.EXIT_SERVING_SKEW`.
+
+The training examples are the fine-tune's own files, so a second block, :func:`source_check`,
+scores the source episodes themselves: every training episode's kept video, where the run left
+it, sent through the env's own client as ``rescore`` sends it. Each must be served as the trainer
+read the episode (its ``sent`` example, the same bytes) within ``tolerance``, and judged alike
+(the same side of the success threshold) as its re-encode, which is how the audit and the
+counterfactuals encode it: otherwise the encoding, not the content, decides the answer (issue 55:
+a judge trained on re-encodes alone read 0.99 for its training success and served the episode
+the env sent 0.01). Either failing is the same exit status.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reward_eval.finetune.dataset import REENCODED, SENT, Example
 from reward_eval.finetune.metrics import separation
 
 
@@ -99,4 +110,133 @@ def check_line(check: Mapping[str, Any]) -> str:
     return (
         f"served judge on its {n} training examples: largest |served - trainer| {far} "
         f"({check['backend']} server, tolerance {check['tolerance']:g}): {verdict}{split}"
+    )
+
+
+def source_examples(train: Sequence[Example]) -> list[Example]:
+    """The training episodes as the env sent them: each ``sent`` example pointing at its kept video
+    where the run left it (the file the env's client posted), not at the data set's copy."""
+    return [replace(x, video=x.source_video) for x in train if x.encoding == SENT]
+
+
+def sent_readouts(train: Sequence[Example], trainer: Mapping[str, float]) -> dict[str, float]:
+    """episode -> the trainer's readout of its ``sent`` example (``trainer``: video -> readout)."""
+    return {x.episode: trainer[x.video] for x in train if x.encoding == SENT}
+
+
+def reencoded_scores(served: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """episode -> the served score of the episode itself re-encoded (``original`` or ``failure``)."""
+    own = ("original", "failure")
+    return {j["episode"]: j["score"] for j in served if j["source"] in own and j["encoding"] == REENCODED}
+
+
+def source_rows(
+    served: Sequence[Mapping[str, Any]],
+    trainer: Mapping[str, float],
+    reencoded: Mapping[str, float | None],
+    threshold: float,
+) -> list[dict[str, Any]]:
+    """One row per source episode (see :func:`source_check`); ``KeyError`` for an episode without a
+    trainer readout or a re-encode."""
+    rows = []
+    for judged in served:
+        score, episode = judged["score"], judged["episode"]
+        readout, again = trainer[episode], reencoded[episode]
+        both = score is not None and again is not None
+        rows.append(
+            {
+                "episode": episode,
+                "video": judged["video"],
+                "source": judged["source"],
+                "label": judged["label"],
+                "trainer": readout,
+                "served": score,
+                "diff": None if score is None else abs(score - readout),
+                "reencoded": again,
+                "codec_diff": abs(score - again) if both else None,
+                "same_verdict": (score >= threshold) == (again >= threshold) if both else None,
+            }
+        )
+    return rows
+
+
+def source_check(
+    served: Sequence[Mapping[str, Any]],
+    trainer: Mapping[str, float],
+    reencoded: Mapping[str, float | None],
+    tolerance: float,
+    threshold: float,
+) -> dict[str, Any]:
+    """The ``sources`` block of the evaluation: the training episodes as the env sent them, served.
+
+    ``served``: the server's scores of the kept videos (``episode``, ``video``, ``source``, ``label``,
+    ``score``, ``None`` for a failed call); ``trainer``: episode -> the trainer's readout of its
+    ``sent`` example; ``reencoded``: episode -> the served score of its re-encode. Every row has
+    ``diff`` (served - trainer) and ``codec_diff`` (served - re-encode, absolute) and
+    ``same_verdict`` (both on one side of ``threshold``). ``passed``: something was asked, every call
+    answered, every ``diff`` within ``tolerance`` and every verdict the same. ``ValueError`` for a
+    tolerance or threshold outside [0, 1]."""
+    if not (0.0 <= tolerance <= 1.0 and 0.0 <= threshold <= 1.0):
+        raise ValueError(f"tolerance and threshold must lie in [0, 1], got {tolerance} and {threshold}.")
+    rows = source_rows(served, trainer, reencoded, threshold)
+    scored = [r for r in rows if r["served"] is not None]
+    diffs = [r["diff"] for r in scored]
+    codec = [r["codec_diff"] for r in rows if r["codec_diff"] is not None]
+    flips = [r for r in rows if r["same_verdict"] is False]
+    fallbacks = len(rows) - len(scored) + sum(r["reencoded"] is None for r in rows)
+    largest = max(diffs) if diffs else None
+    return {
+        "tolerance": tolerance,
+        "threshold": threshold,
+        "max_abs_diff": largest,
+        "max_codec_diff": max(codec) if codec else None,
+        "codec_flips": len(flips),
+        "fallbacks": fallbacks,
+        "separation": separation([r["served"] for r in scored], [r["label"] for r in scored]),
+        "passed": bool(rows) and not fallbacks and not flips and largest is not None and largest <= tolerance,
+        "examples": rows,
+    }
+
+
+def source_skew_message(check: Mapping[str, Any]) -> str | None:
+    """One sentence saying why the sources' check failed (``None`` when it passed)."""
+    if check["passed"]:
+        return None
+    rows = check["examples"]
+    if not rows:
+        return "no training episode was served as the env sent it, so nothing checks the judge on them"
+    if check["fallbacks"]:
+        return (
+            f"the served fine-tuned judge could not score {check['fallbacks']} of its training episodes as "
+            "the env sent them or re-encoded (see finetune/server_fine_tuned.log)"
+        )
+    worst = max(rows, key=lambda r: r["diff"])
+    if worst["diff"] > check["tolerance"]:
+        return (
+            f"the served fine-tuned judge scores its training episodes as the env sent them up to "
+            f"{worst['diff']:.4f} away from the trainer's readout (tolerance {check['tolerance']:g}; worst: "
+            f"{Path(worst['video']).name}, trainer {worst['trainer']:.4f}, served {worst['served']:.4f}): "
+            "what the env sends is not what was trained"
+        )
+    flip = next(r for r in rows if r["same_verdict"] is False)
+    return (
+        f"the served fine-tuned judge gives {check['codec_flips']} training episode(s) another verdict "
+        f"re-encoded than as the env sent them (threshold {check['threshold']:g}; first: "
+        f"{Path(flip['video']).name}, sent {flip['served']:.4f}, re-encoded {flip['reencoded']:.4f}): "
+        "the encoding decides the answer"
+    )
+
+
+def source_line(check: Mapping[str, Any]) -> str:
+    """The terminal's line about the sources' check, passed or not."""
+    n, sep = len(check["examples"]), check["separation"]
+    far = "n/a" if check["max_abs_diff"] is None else f"{check['max_abs_diff']:.2g}"
+    codec = "n/a" if check["max_codec_diff"] is None else f"{check['max_codec_diff']:.2g}"
+    low, high = sep["min_success"], sep["max_failure"]
+    split = "" if low is None or high is None else f"; lowest success {low:.4f}, highest failure {high:.4f}"
+    verdict = "ok" if check["passed"] else "FAILED"
+    return (
+        f"served judge on its {n} training episodes as the env sent them: largest |served - trainer| {far}, "
+        f"largest |sent - re-encoded| {codec}, {check['codec_flips']} verdict(s) changed by the encoding: "
+        f"{verdict}{split}"
     )

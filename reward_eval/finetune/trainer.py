@@ -3,7 +3,8 @@
 One example per forward pass (videos differ in length; the model sees each exactly as the
 server would, :mod:`.inputs`), ``grad_accum`` examples per optimizer step (AdamW, gradients
 clipped at ``max_grad_norm``), the examples in a fresh order each epoch drawn from
-``(seed, epoch)`` alone, so a resumed run visits them exactly as an uninterrupted one would.
+``(seed, epoch)`` alone, so a resumed run visits them exactly as an uninterrupted one would
+(an epoch's steps even in size, :func:`steps_of`).
 After every epoch the trained weights, the optimizer and the loss curve go to
 ``checkpoints/epoch-<n>.pt`` (:func:`save_checkpoint`, which then deletes the previous epoch's:
 a full fine-tune's optimizer state is twice the model); ``--resume`` loads it and continues
@@ -16,6 +17,7 @@ its examples; the epoch's loss is the mean over its steps.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,8 +70,20 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
 
 
 def steps_of(order: Sequence[int], grad_accum: int) -> list[list[int]]:
-    """``order`` cut into optimizer steps of ``grad_accum`` examples (the last one may be short)."""
-    return [list(order[i : i + grad_accum]) for i in range(0, len(order), grad_accum)]
+    """``order`` cut into ``ceil(len(order) / grad_accum)`` optimizer steps of at most ``grad_accum``
+    examples whose sizes differ by at most one (the larger first): 9 examples at 8 a step are steps
+    of 5 and 4, not of 8 and 1, whose one example would move the weights as far as eight (AdamW's
+    step does not shrink with the batch; on issue 55's four episodes, each as sent and re-encoded,
+    that kept the tiny judge at the class prior).
+    ``ValueError`` for ``grad_accum`` below 1."""
+    if grad_accum < 1:
+        raise ValueError(f"grad_accum must be at least 1, got {grad_accum}.")
+    count = -(-len(order) // grad_accum)
+    if count == 0:
+        return []
+    size, larger = divmod(len(order), count)
+    ends = [i * size + min(i, larger) for i in range(count + 1)]
+    return [list(order[a:b]) for a, b in itertools.pairwise(ends)]
 
 
 def last_logits(model: Any, inputs: Any) -> Any:

@@ -1,5 +1,6 @@
 """The data set from kept videos: labels of the episodes and their counterfactuals, the split by
-initial state, one encode path for all (synthetic run dirs; a second or two)."""
+initial state, every episode as the env sent it and re-encoded like its counterfactuals (synthetic
+run dirs; a second or two)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from reward_eval.analysis.perturbations import perturbation_names
 from reward_eval.finetune.dataset import (
+    REENCODED,
+    SENT,
     DataError,
     build_examples,
     check_examples,
@@ -31,19 +34,27 @@ def test_each_counterfactual_of_a_success_is_a_failure_of_its_episodes_group(
         episodes, {"state:2"}, tmp_path / "videos", perturbation_names(), lambda e: WRONG, seed=0
     )
     assert unreadable == []
-    rows = [(x.group, x.source, x.label, x.held_out, x.frames) for x in examples]
+    rows = [(x.group, x.source, x.encoding, x.label, x.held_out, x.frames) for x in examples]
     made = [(name, False, 6 if name == "clipped" else 12) for name in perturbation_names()]
     assert rows == [
-        ("state:0", "original", True, False, 12),
-        *[("state:0", name, label, False, frames) for name, label, frames in made],
-        ("state:1", "failure", False, False, 14),
-        ("state:2", "original", True, True, 16),
-        *[("state:2", name, label, True, 8 if name == "clipped" else 16) for name, label, _ in made],
+        ("state:0", "original", SENT, True, False, 12),
+        ("state:0", "original", REENCODED, True, False, 12),
+        *[("state:0", name, REENCODED, label, False, frames) for name, label, frames in made],
+        ("state:1", "failure", SENT, False, False, 14),
+        ("state:1", "failure", REENCODED, False, False, 14),
+        ("state:2", "original", SENT, True, True, 16),
+        ("state:2", "original", REENCODED, True, True, 16),
+        *[
+            ("state:2", name, REENCODED, label, True, 8 if name == "clipped" else 16)
+            for name, label, _ in made
+        ],
     ]
     assert {x.task_text for x in examples if x.source == "wrong_task"} == {WRONG}
     assert {x.task_text for x in examples if x.source != "wrong_task"} == {episodes[0].record.task_text}
     reversed_ = next(x for x in examples if x.source == "reversed" and x.group == "state:0")
-    original = next(x for x in examples if x.source == "original" and x.group == "state:0")
+    original = next(
+        x for x in examples if x.source == "original" and x.group == "state:0" and x.encoding == REENCODED
+    )
     # Both re-encoded the same way from the kept video's frames: the reverse, frame for frame, up
     # to the near-lossless codec (0.979 of 255 on average, the same every run since the encoder is
     # reproducible; it was 0.968-1.019 before); the frames in the wrong order differ by 14.4.
@@ -51,12 +62,34 @@ def test_each_counterfactual_of_a_success_is_a_failure_of_its_episodes_group(
     assert np.abs(backwards.astype(int) - forwards).mean() < 2.0
 
 
+def test_each_episode_is_an_example_as_the_env_sent_it_byte_for_byte(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    """The ``sent`` example is the kept MP4's own bytes (what ``rescore`` and the env send the served
+    judge); its re-encode is another file of the same frames up to the codec, under the same label."""
+    episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
+    examples, _ = build_examples(episodes, set(), tmp_path / "videos", (), lambda e: WRONG, seed=0)
+    for episode in episodes:
+        mine = {x.encoding: x for x in examples if x.episode == episode.key}
+        sent, again = mine[SENT], mine[REENCODED]
+        assert Path(sent.video).read_bytes() == Path(episode.video).read_bytes()
+        assert sent.source_video == again.source_video == str(Path(episode.video).resolve())
+        assert Path(again.video).read_bytes() != Path(sent.video).read_bytes()
+        assert (sent.label, sent.source, sent.frames) == (again.label, again.source, again.frames)
+        assert Path(sent.video).parent == Path(again.video).parent == tmp_path / "videos"
+
+
 def test_no_counterfactuals_leaves_the_episodes_themselves(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:
     episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
     examples, _ = build_examples(episodes, set(), tmp_path, (), lambda e: WRONG, seed=0)
-    assert [(x.source, x.label) for x in examples] == [("original", True), ("failure", False)]
+    assert [(x.source, x.encoding, x.label) for x in examples] == [
+        ("original", SENT, True),
+        ("original", REENCODED, True),
+        ("failure", SENT, False),
+        ("failure", REENCODED, False),
+    ]
 
 
 def test_episodes_of_one_initial_state_go_to_the_same_side_across_runs(make_run: Callable[..., Path]) -> None:
@@ -84,7 +117,7 @@ def _example_error(
 def test_one_class_only_and_an_empty_held_out_split_are_refused(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:
-    assert "training split holds only failure examples (2)" in _example_error(
+    assert "training split holds only failure examples (4)" in _example_error(
         make_run, tmp_path, "failures", [(0, False), (1, False)], set()
     )
     assert "held-out split would be empty" in _example_error(

@@ -1,12 +1,15 @@
 """``reward_eval finetune`` on bad input: one sentence and the documented exit status each; and a
 data set that can only reach the class prior, trained for real on the tiny judge and reported as
-such (synthetic run dirs; the class-prior run takes ~15 s, the others milliseconds)."""
+such; the verdict on the check of itself (synthetic run dirs; the class-prior run takes ~15 s, the
+others milliseconds)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,7 +56,7 @@ CASES = [
         "failures",
         ["--counterfactuals", "none"],
         3,
-        r"training split holds only failure examples \(1\)",
+        r"training split holds only failure examples \(2\)",
     ),
     ("empty-held-out", "one_state", [], 3, r"the held-out split would be empty; give more initial states"),
     (
@@ -158,3 +161,58 @@ def test_a_data_set_that_cannot_be_told_apart_ends_at_the_class_prior(
     assert summary["training"]["final_loss"] == pytest.approx(summary["training"]["prior_floor"], abs=1e-3)
     assert not (out / "model.safetensors").exists(), "no judge written"
     assert "class prior" in (out / "finetune" / "report.html").read_text()
+
+
+def _served(scores: tuple[float, ...]) -> list[dict[str, Any]]:
+    rows = (("a_original_sent.mp4", "original", True), ("b_failure_sent.mp4", "failure", False))
+    return [
+        {"video": f"/out/finetune/videos/{video}", "source": source, "label": label, "score": score}
+        for (video, source, label), score in zip(rows, scores, strict=True)
+    ]
+
+
+def _evaluation(sent: tuple[float, float]) -> dict[str, Any]:
+    """A fine-tune's check of itself whose training examples are served as trained (0.99, 0.01) and
+    whose training episodes, served from the files the env sent, score ``sent``."""
+    from reward_eval.finetune.serving_check import serving_check, source_check
+
+    trainer = {row["video"]: row["score"] for row in _served((0.99, 0.01))}
+    kept = [
+        {**row, "episode": episode, "video": f"/run/videos/{episode}.mp4"}
+        for row, episode in zip(_served(sent), ("e0", "e1"), strict=True)
+    ]
+    return {
+        "serving": serving_check(_served((0.99, 0.01)), trainer, 0.02, "qwen_vl_hf"),
+        "sources": source_check(kept, {"e0": 0.99, "e1": 0.01}, {"e0": 0.99, "e1": 0.01}, 0.02, 0.5),
+    }
+
+
+@pytest.mark.parametrize(
+    ("sent", "status"),
+    [((0.99, 0.01), cmd.EXIT_OK), ((0.0096, 0.0098), cmd.EXIT_SERVING_SKEW)],
+    ids=["agree", "issue-55"],
+)
+def test_the_episodes_the_env_sent_served_unlike_training_fail_the_check_with_status_5(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    sent: tuple[float, float],
+    status: int,
+) -> None:
+    """The command's verdict on its check of itself (the report's writing faked): training examples
+    served as trained but the episodes the env sent served apart from them (issue 55's numbers) is
+    exit status 5, named on stderr and in the summary."""
+    written: dict[str, Any] = {}
+    monkeypatch.setattr(cmd, "write_summary", lambda out, summary: written.update(summary))
+    monkeypatch.setattr(cmd, "write_report", lambda out, summary: out / "report.html")
+    monkeypatch.setattr(cmd, "terminal_table", lambda evaluation: "table")
+    args = argparse.Namespace(out=tmp_path / "judge")
+    got = cmd.finish(args, {"outcome": "done", "message": "", "evaluation": _evaluation(sent)})
+    out, err = capsys.readouterr()
+    assert got == status, err
+    assert "served judge on its 2 training episodes as the env sent them" in out
+    if status == cmd.EXIT_SERVING_SKEW:
+        assert written["outcome"] == "serving_skew" and "as the env sent them up to 0.98" in err
+        assert "[reward-eval] served judge on its 2 training examples" in out, "the copies were fine"
+    else:
+        assert written["outcome"] == "done" and "serve it:" in out

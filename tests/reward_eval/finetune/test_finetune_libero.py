@@ -6,7 +6,8 @@ fine-tuned checkpoint on the vLLM engine; a training killed mid-way and resumed.
 
 The data: initial states 0 (success, zero failure), 1 (near miss, zero failure) and 2 (success);
 state 0 is held out with the seed-0 split, so training sees one success, its five counterfactuals
-and two failures, and the held-out split one success, its five counterfactuals and a failure.
+and two failures, and the held-out split one success, its five counterfactuals and a failure; every
+episode both as the env sent it and re-encoded (11 training examples, 9 held out).
 The request is the default one's 16 frames (of the expert run's 20-frame videos) at a small
 ``max_pixels`` (:data:`SMALL_JUDGE`), in training and on the servers.
 """
@@ -105,13 +106,13 @@ def test_the_expert_run_has_two_successes_and_a_near_miss(expert_run: EvalRun) -
 # zero.
 FLOOR_FRACTION = 0.1
 # The untrained seeded base judges on the held-out split, what holds on any x86-64 CPU: their
-# P(yes) of the seven examples lie within BASE_SPREAD of each other, so their order (and with it the
+# P(yes) of the nine examples lie within BASE_SPREAD of each other, so their order (and with it the
 # AUROC, a rank statistic over near-ties) moves with the CPU's kernels and is not pinned; the
 # Brier score, a mean of squares, moves with the scores themselves (~1e-6) and is pinned; the
 # Qwen2.5-VL base calls everything a failure at 0.5 (P(yes) ~0.46), the Qwen3-VL base everything a
 # success (the audit's rate of every row).
 BASE_SPREAD = 0.01
-BASE = {"qwen2_5_vl": (0.2226, 0.0), "qwen3_vl": (0.2616, 1.0)}
+BASE = {"qwen2_5_vl": (0.2291, 0.0), "qwen3_vl": (0.2589, 1.0)}
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
@@ -126,22 +127,34 @@ def test_the_default_fine_tune_leaves_the_class_prior_and_separates_the_training
         summary["hyper_parameters"]["lr"],
         summary["training"]["epochs"],
         summary["training"]["steps"],
-    ) == (1e-3, 80, 80)
+    ) == (1e-3, 40, 80)
     assert summary["data"]["groups"] == {"train": ["state:1", "state:2"], "held_out": ["state:0"]}
     counts = summary["data"]["by_source"]
     assert {k: v for k, v in counts.items() if k.startswith("train/")} == {
-        **{f"train/{s}": 1 for s in SOURCES[:-1]},
-        "train/failure": 2,
+        **{f"train/{s}": 1 for s in SOURCES[1:-1]},
+        "train/original": 2,
+        "train/failure": 4,
+    }
+    assert summary["data"]["by_encoding"] == {
+        "held_out/reencoded": 7,
+        "held_out/sent": 2,
+        "train/reencoded": 8,
+        "train/sent": 3,
     }
     training = summary["training"]
     assert training["prior_floor"] == pytest.approx(math.log(2))
-    assert training["epoch_losses"][0] == pytest.approx(math.log(2), abs=0.02), "starts at the floor"
+    weights = {True: training["class_weights"]["success"], False: training["class_weights"]["failure"]}
+    start = [
+        -weights[x["label"]] * math.log(x["before"] if x["label"] else 1 - x["before"])
+        for x in training["train_scores"]
+    ]
+    assert sum(start) / len(start) == pytest.approx(math.log(2), abs=0.02), "starts at the floor"
     assert training["epoch_losses"][-1] < FLOOR_FRACTION * training["prior_floor"], "left the class prior"
     before = [s["before"] for s in training["train_scores"]]
     assert max(before) - min(before) < 0.01, "the base judge tells nothing apart"
     success = [s["after"] for s in training["train_scores"] if s["label"]]
     negatives = [s["after"] for s in training["train_scores"] if not s["label"]]
-    assert len(success) == 1 and len(negatives) == 7
+    assert len(success) == 2 and len(negatives) == 9
     assert min(success) > 0.9 > 0.1 > max(negatives), "the training episodes separate"
 
 
@@ -163,7 +176,7 @@ def test_the_served_fine_tuned_judge_answers_its_training_examples_as_trained(
         "the training episodes separate as served"
     )
     assert any(
-        line.startswith("[reward-eval] served judge on its 8 training examples")
+        line.startswith("[reward-eval] served judge on its 11 training examples")
         for line in judge.stdout.splitlines()
     )
     assert (
@@ -173,13 +186,63 @@ def test_the_served_fine_tuned_judge_answers_its_training_examples_as_trained(
 
 
 @pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
+def test_the_served_fine_tuned_judge_scores_its_training_episodes_as_the_env_sent_them_as_trained(
+    judges: dict[str, FineTune], runs: list[EvalRun], family: str
+) -> None:
+    """Issue 55: trained on its own re-encodes alone, a judge read 0.99 for its training success and
+    served the episode as the env sent it 0.01, below its failures. Now each training episode's kept
+    video, sent through the env's client from where the run left it, is served as the trainer read
+    it, its re-encode judged alike, and the training success above the training failures."""
+    judge = judges[family]
+    sources = judge.summary["evaluation"]["sources"]
+    kept = {os.path.realpath(p) for r in runs for p in (r.run_dir / "videos").glob("*.mp4")}
+    assert len(sources["examples"]) == 3 and {r["video"] for r in sources["examples"]} <= kept
+    assert sources["fallbacks"] == 0 and sources["max_abs_diff"] < 1e-4 and sources["codec_flips"] == 0
+    assert sources["passed"] and sources["max_codec_diff"] < 0.1
+    served = sources["separation"]
+    assert served["min_success"] > 0.9 > 0.1 > served["max_failure"], (
+        "the training success above its failures"
+    )
+    assert any(
+        line.startswith("[reward-eval] served judge on its 3 training episodes as the env sent them")
+        for line in judge.stdout.splitlines()
+    )
+
+
+def test_rescore_serves_a_training_episode_as_the_fine_tunes_check_did(
+    judges: dict[str, FineTune], reward_eval_run: EvalRun, small_judge_config: Path, tmp_path: Path
+) -> None:
+    """The user's path after a fine-tune: ``rescore RUN --model JUDGE`` through the env's client. The
+    zero policy's run kept fewer frames than the 16 the judge was trained to ask (the expert's run
+    kept 20, which rescore keeps asking, as the run did), so rescoring it asks what was trained: its
+    training failure (initial state 1) is rescored exactly as the fine-tune's check served it from
+    the same file, and below the training success as served."""
+    judge = judges["qwen2_5_vl"]
+    result = run_reward_eval(
+        *("rescore", str(reward_eval_run.run_dir), "--model", str(judge.out)),
+        *("--env-config", str(small_judge_config), "--out", str(tmp_path / "rescored")),
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = (tmp_path / "rescored" / "vlm_episodes_train_rank0.jsonl").read_text().splitlines()
+    rescored = {os.path.realpath(r["video_path"]): r for r in map(json.loads, lines)}
+    sources = judge.summary["evaluation"]["sources"]
+    checked = [r for r in sources["examples"] if r["video"] in rescored]
+    assert [r["source"] for r in checked] == ["failure"], "the zero run's training episode"
+    record = rescored[checked[0]["video"]]
+    assert (record["reset_state_id"], record["fallback"]) == (1, False)
+    assert record["frames_sent"] <= SMALL_JUDGE["nframes"], "asked as trained: every frame it kept"
+    assert record["vlm_score"] == pytest.approx(checked[0]["served"], abs=1e-6)
+    assert record["vlm_score"] < 0.1 < 0.9 < sources["separation"]["min_success"]
+
+
+@pytest.mark.parametrize("family", ["qwen2_5_vl", "qwen3_vl"])
 def test_both_judges_are_measured_on_the_held_out_split_through_real_servers(
     judges: dict[str, FineTune], family: str
 ) -> None:
     judge = judges[family]
     evaluation = judge.summary["evaluation"]
     base, tuned = evaluation["base"], evaluation["fine_tuned"]
-    assert base["n"] == tuned["n"] == 7 and base["fallbacks"] == tuned["fallbacks"] == 0
+    assert base["n"] == tuned["n"] == 9 and base["fallbacks"] == tuned["fallbacks"] == 0
     assert set(base["audit"]) == set(tuned["audit"]) == set(SOURCES)
     brier, rate = BASE[family]
     scores = [j["score"] for j in evaluation["judged"]["base"]]
@@ -267,7 +330,7 @@ def test_a_training_killed_mid_way_resumes_where_it_stopped(
     small_judge_config: Path,
     tmp_path: Path,
 ) -> None:
-    """Killed (SIGKILL) after its 30th epoch's checkpoint, resumed with ``--resume``: the loss of
+    """Killed (SIGKILL) after its 15th epoch's checkpoint (of 40), resumed with ``--resume``: the loss of
     every step and the final weights are the uninterrupted run's."""
     from safetensors.torch import load_file
 
@@ -283,19 +346,19 @@ def test_a_training_killed_mid_way_resumes_where_it_stopped(
     )
     try:
         deadline = time.monotonic() + 300
-        while _epochs_done(out) < 30 and proc.poll() is None and time.monotonic() < deadline:
+        while _epochs_done(out) < 15 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     stopped = _epochs_done(out)
-    assert 30 <= stopped < 80 and not (out / "model.safetensors").exists(), stopped
+    assert 15 <= stopped < 40 and not (out / "model.safetensors").exists(), stopped
 
     mismatch = run_reward_eval(*args, "--resume", "--lr", "0.005")
     assert mismatch.returncode == 2 and "trained on other data or options" in mismatch.stderr
     resumed = run_reward_eval(*args, "--resume")
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"{stopped}/80" in resumed.stderr, "the bar starts at the stopped step"
+    assert f"{2 * stopped}/80" in resumed.stderr, "the bar starts at the stopped step (2 a epoch)"
 
     whole = judges["qwen2_5_vl"]
     mine, theirs = json.loads((out / "finetune.json").read_text())["training"], whole.summary["training"]

@@ -1,5 +1,6 @@
 """The fine-tune's pure parts: the split, class weights, the readout loss, the class-prior check,
-the defaults and the held-out numbers. Milliseconds (the readout's torch arithmetic included)."""
+the defaults, an epoch's steps and the held-out numbers. Milliseconds (the readout's torch
+arithmetic included)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from reward_eval.finetune import settings
 from reward_eval.finetune.metrics import audit_cases, judge_block, separation
 from reward_eval.finetune.readout import at_class_prior, prior_floor, target_index
 from reward_eval.finetune.split import GroupInfo, choose_held_out, class_weights, group_key, held_out_count
+from reward_eval.finetune.trainer import steps_of
 from vlm_reward.judging.probability import RUBRIC_1_TO_5, YES_NO, AnswerTokens, expected_score
 
 # ----------------------------------------------------------------------------- the split
@@ -174,6 +176,22 @@ def test_the_default_length_is_80_optimizer_steps_in_whole_epochs(
     assert settings.resolve_epochs(epochs, examples, grad_accum=8) == expected
 
 
+@pytest.mark.parametrize(
+    ("examples", "sizes"),
+    [(0, []), (7, [7]), (8, [8]), (9, [5, 4]), (11, [6, 5]), (17, [6, 6, 5]), (24, [8, 8, 8])],
+    ids=["none", "one-short-step", "one-full-step", "nine", "eleven", "seventeen", "whole-steps"],
+)
+def test_an_epochs_steps_are_even_in_size_never_a_lone_example(examples: int, sizes: list[int]) -> None:
+    """Issue 55: nine examples at 8 a step were steps of 8 and 1, and the lone example's full-size
+    AdamW step kept the tiny judge at the class prior; now 5 and 4, the examples in their order."""
+    order = list(range(examples))[::-1]
+    steps = steps_of(order, 8)
+    assert [len(step) for step in steps] == sizes
+    assert [i for step in steps for i in step] == order
+    with pytest.raises(ValueError, match="grad_accum must be at least 1"):
+        steps_of(order, 0)
+
+
 # ----------------------------------------------------------------------------- held-out numbers
 
 
@@ -211,6 +229,16 @@ def test_audit_cases_carry_their_episodes_own_score() -> None:
     cases = audit_cases(JUDGED)
     assert [c["original_score"] for c in cases] == [0.9, 0.9, 0.9, 0.4, 0.4, 0.2]
     assert [c["perturbation"] for c in cases] == [j["source"] for j in JUDGED]
+
+
+def test_the_drop_is_measured_from_the_episode_re_encoded_as_its_counterfactuals_are() -> None:
+    """An episode judged as the env sent it and re-encoded: its counterfactuals (re-encoded) drop
+    from the re-encoded score, whatever order the two come in."""
+    sent = {**_judged("original", True, 0.3, "a"), "encoding": "sent"}
+    again = {**_judged("original", True, 0.8, "a"), "encoding": "reencoded"}
+    flipped = {**_judged("reversed", False, 0.1, "a"), "encoding": "reencoded"}
+    for judged in ([sent, again, flipped], [again, sent, flipped]):
+        assert [c["original_score"] for c in audit_cases(judged)] == [0.8, 0.8, 0.8]
 
 
 def test_separation_is_the_margin_between_the_classes() -> None:
