@@ -116,7 +116,10 @@ def shuffled_frames(source: Source) -> Counterfactual:
     return Counterfactual(source.frames[order], source.task_text)
 
 
-@register_perturbation("wrong_task")
+WRONG_TASK = "wrong_task"  # the one perturbation that changes the instruction, not the frames
+
+
+@register_perturbation(WRONG_TASK)
 def wrong_task(source: Source) -> Counterfactual | None:
     """The success's own frames judged against another task's instruction, of the same scene
     where the suite has one.

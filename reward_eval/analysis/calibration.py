@@ -198,3 +198,26 @@ def _why_undefined(key: str, n: int, n_pos: int) -> str:
     if key == "best_f1" or n_pos == 0:
         return f"no native success among the {n} judged episodes"
     return f"no native failure among the {n} judged episodes"
+
+
+def auroc_interval(
+    scores: Sequence[float], labels: Sequence[bool], draws: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of the AUROC: episodes redrawn with replacement within each
+    class (so every draw has both), ``draws`` times from ``seed``; ``None`` without both classes.
+    ``ValueError`` for a ``level`` outside (0, 1) or ``draws`` below 1."""
+    if not 0.0 < level < 1.0 or draws < 1:
+        raise ValueError(f"level must lie in (0, 1) and draws be at least 1, got {level} and {draws}.")
+    values, positive = _arrays(scores, labels)
+    pos, neg = values[positive], values[~positive]
+    if not len(pos) or not len(neg):
+        return None
+    rng = np.random.default_rng(seed)
+    areas = []
+    for _ in range(draws):
+        p, q = rng.choice(pos, len(pos)), rng.choice(neg, len(neg))
+        # the rank AUROC: P(a success scores above a failure), ties counting half
+        areas.append(float(((p[:, None] > q[None, :]) + 0.5 * (p[:, None] == q[None, :])).mean()))
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(areas, [tail, 100 - tail])
+    return float(low), float(high)

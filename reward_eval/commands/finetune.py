@@ -38,12 +38,12 @@ from reward_eval.exit_statuses import (
     EXIT_SERVING_SKEW,
 )
 from reward_eval.finetune import settings as defaults
-from reward_eval.finetune.dataset import DataError
+from reward_eval.finetune.dataset import TEST, DataError
 from reward_eval.finetune.pipeline import ResumeError
 from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
 from reward_eval.job.options import NONE, counterfactual_names, positive_float
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JUDGE_ERRORS
-from vlm_reward.argtypes import float_at_least, json_object, positive_int, unit_interval
+from vlm_reward.argtypes import float_at_least, json_object, non_negative_int, positive_int, unit_interval
 from vlm_reward.exit_statuses import EXIT_BAD_OPTIONS, EXIT_OK
 from vlm_reward.tools.server_process import START_TIMEOUT_S
 
@@ -66,7 +66,15 @@ def build_parser() -> argparse.ArgumentParser:
         "prior, 5 the served judge does not answer its training examples (or episodes as the env sent them) "
         "as trained.",
     )
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help="run dirs with kept videos")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR", help="run dirs with kept videos")
+    p.add_argument(
+        "--data",
+        type=Path,
+        metavar="DIR",
+        help="train on a labelled frame set instead of runs (the one train-classifier reads, e.g. "
+        "reward_eval/classifier/data): its manifest's split, train trains, held_out measures, test is "
+        "reported apart",
+    )
     p.add_argument("--model", required=True, help="base checkpoint directory (Qwen2.5-VL or Qwen3-VL)")
     p.add_argument("--out", type=Path, required=True, help="the fine-tuned checkpoint directory to write")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --out")
@@ -77,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=counterfactual_names,
         default=perturbation_names(),
         help=f"negatives made of each success (default: all: {','.join(perturbation_names())}; {NONE}: off)",
+    )
+    data.add_argument(
+        "--wrong-instructions",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="also judge each success under K wrong instructions, none of them a text of the suite it is "
+        "measured on: recombined basket pairs and other LIBERO suites' texts (default %(default)s)",
     )
     data.add_argument(
         "--holdout-fraction",
@@ -112,6 +128,12 @@ def add_training_options(p: argparse.ArgumentParser) -> None:
     t.add_argument("--lora-alpha", type=float_at_least(0, strict=True), default=defaults.DEFAULT_LORA_ALPHA)
     t.add_argument("--lora-targets", help="peft target_modules regex (default: the model family's)")
     t.add_argument("--lr", type=float_at_least(0, strict=True), help="default: 1e-3 full, 1e-4 lora")
+    t.add_argument(
+        "--lr-schedule",
+        choices=defaults.LR_SCHEDULES,
+        default="constant",
+        help="constant, or cosine: down to 0 by the last step (default %(default)s)",
+    )
     t.add_argument(
         "--epochs", type=positive_int, help=f"default: enough for {defaults.DEFAULT_STEPS} optimizer steps"
     )
@@ -190,6 +212,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(str(exc))
     if args.family is None:
         parser.error(f"--model must be a local checkpoint directory, got the hub id {args.model!r}.")
+    check_data_source(parser, args)
     args.out = args.out.resolve()
     args.runs = [run.resolve() for run in args.runs]
     if args.out == Path(args.model).resolve() or args.out in args.runs:
@@ -199,6 +222,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.overwrite and args.resume:
         parser.error("--overwrite starts over and --resume continues; pass one.")
     return args
+
+
+def check_data_source(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Exit 2 unless the data is either run dirs or ``--data``, and the split options fit it."""
+    if bool(args.runs) == (args.data is not None):
+        parser.error("give the run dirs to train on, or --data DIR for a labelled frame set (not both).")
+    if args.data is not None:
+        args.data = args.data.resolve()
+        if args.holdout_tasks or args.holdout_fraction != defaults.DEFAULT_HOLDOUT_FRACTION:
+            parser.error(
+                "--data trains on the labelled set's own split; drop --holdout-fraction and --holdout-tasks."
+            )
 
 
 def finetune(args: argparse.Namespace) -> int:
@@ -234,12 +269,14 @@ def base_summary(
         "base_model": str(args.model),
         "family": judge.family.model_type,
         "runs": [str(r) for r in args.runs],
+        "data_dir": None if args.data is None else str(args.data),
         "data": data,
         "hyper_parameters": {
             "method": judge.method,
             "parameters": judge.parameters,
             "trainable_parameters": sum(p.numel() for p in judge.model.parameters() if p.requires_grad),
             "lr": args.lr,
+            "lr_schedule": args.lr_schedule,
             "epochs": training["epochs"],
             "grad_accum": args.grad_accum,
             "max_grad_norm": args.max_grad_norm,
@@ -249,6 +286,7 @@ def base_summary(
             if judge.method == "lora"
             else None,
             "counterfactuals": list(args.counterfactuals),
+            "wrong_instructions": args.wrong_instructions,
             "holdout_fraction": args.holdout_fraction,
             "holdout_tasks": list(args.holdout_tasks),
             "prompt_scale": judge.tokens.scale.name,
@@ -298,6 +336,8 @@ def finish(args: argparse.Namespace, summary: dict[str, Any]) -> int:
     page = write_report(args.out, summary)
     if evaluation.get("serving") is not None:
         print(terminal_table(evaluation))
+        if evaluation.get(TEST):
+            print(terminal_table(evaluation[TEST] | {"threshold": evaluation["threshold"]}, "test"))
         print(f"[reward-eval] {check_line(evaluation['serving'])}")
     if evaluation.get("sources") is not None:
         print(f"[reward-eval] {source_line(evaluation['sources'])}")

@@ -22,8 +22,10 @@ answer and the judge is trained on the bytes it will be served; the fine-tune's 
 These MP4s are what the training reads (through the server's own decoding, :mod:`.inputs`) and
 what the before/after evaluation sends to real servers, so both see the same bytes.
 
-The split (:mod:`.split`) is decided on episodes before anything is encoded, so an episode and
-its counterfactuals always land on the same side.
+The split is decided on episodes before anything is encoded, so an episode and its
+counterfactuals always land on the same side: drawn by initial state for runs (:mod:`.split`), read
+from the manifest for a labelled set (:mod:`.labelled_data`, whose ``test`` split is measured
+apart). Both kinds of episode are a :class:`DataEpisode`.
 """
 
 from __future__ import annotations
@@ -33,26 +35,53 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from reward_eval.analysis.audit import ORIGINAL
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
+from reward_eval.analysis.perturbations import Counterfactual, Source
+from reward_eval.classifier.labelled_set import SPLITS
+from reward_eval.finetune.instructions import WRONG_INSTRUCTION
 from reward_eval.finetune.split import GroupInfo, choose_held_out, counts_by, group_key
-from reward_eval.judge.counterfactuals import (
-    decode_frames,
-    episode_counterfactuals,
-    source_of,
-)
+from reward_eval.judge.counterfactuals import decode_frames, episode_counterfactuals
 from vlm_reward.client.episode_record import EpisodeRecord
+from vlm_reward.perturbations import WRONG_TASK
 from vlm_reward.video_io import encode_mp4
 
 SENT = "sent"  # the kept MP4's own bytes: what the env's client sent the judge
 REENCODED = "reencoded"  # decoded and encoded again, as the audit's episodes and counterfactuals are
+# The splits, named as a labelled set's manifest names them: train trains; held_out measures every
+# fine-tune (the judge beside its base) and is what a run's split holds out; test, a labelled set's
+# only, is reported apart and chooses nothing.
+TRAIN, HELD_OUT, TEST = SPLITS
 
 
 class DataError(ValueError):
     """The runs cannot make a data set a judge is trained and measured on (no kept video, one class
     only, an empty held-out split): the user's to fix; the command ends with status 3."""
+
+
+class DataEpisode(Protocol):
+    """What an example is made from: an episode's kept video and what the simulator says of it.
+
+    ``key``: unique over the data; ``group``: its initial state (the split's unit); ``seed_index``:
+    seeds its counterfactuals' random choices with the data's seed, so one episode's do not depend
+    on the others'."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def video(self) -> str: ...
+    @property
+    def task_id(self) -> Any: ...
+    @property
+    def task_text(self) -> str: ...
+    @property
+    def native_success(self) -> bool: ...
+    @property
+    def seed_index(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -81,6 +110,23 @@ class RunEpisode:
         """The split unit (:func:`.split.group_key`)."""
         return group_key(self.record.reset_state_id, self.key)
 
+    @property
+    def task_id(self) -> Any:
+        return self.record.task_id
+
+    @property
+    def task_text(self) -> str:
+        return str(self.record.task_text)
+
+    @property
+    def native_success(self) -> bool:
+        return bool(self.record.native_success)
+
+    @property
+    def seed_index(self) -> int:
+        """The record's line in its log, as the audit seeds the episode's counterfactuals."""
+        return self.kept.index
+
 
 @dataclass(frozen=True)
 class Example:
@@ -106,6 +152,7 @@ class Example:
     encoding: str = REENCODED
     source_video: str = ""
     frame_size: str = ""
+    split: str = TRAIN
 
     def to_json(self) -> dict[str, Any]:
         """The example as ``finetune.json`` lists it."""
@@ -143,20 +190,22 @@ def split_episodes(
 
 
 def episode_examples(
-    episode: RunEpisode,
+    episode: DataEpisode,
     folder: Path,
     counterfactuals: Sequence[str],
     hard_negative: str | None,
     *,
     seed: int,
-    held_out: bool,
+    split: str,
+    wrong_instructions: Sequence[str] = (),
 ) -> list[Example]:
     """The episode as the env sent it (its kept MP4 copied byte for byte), the episode re-encoded
-    and, for a native success, its chosen counterfactuals (re-encoded), written to ``folder``;
-    ``ValueError`` if the kept video does not decode."""
+    and, for a native success, its chosen counterfactuals (re-encoded) and its own video under each
+    of ``wrong_instructions`` (failures, :mod:`.instructions`; as sent and re-encoded in turn),
+    written to ``folder``; ``ValueError`` if the kept video does not decode."""
     frames, fps = decode_frames(episode.video)
-    source = source_of(episode.kept, frames, hard_negative, seed)
-    own, *made = episode_counterfactuals(source, episode.record.native_success)
+    source = Source(frames, episode.task_text, hard_negative, (seed, episode.seed_index))
+    own, *made = episode_counterfactuals(source, episode.native_success)
     chosen = [own, *((name, cf) for name, cf in made if name in counterfactuals)]
     tag = episode.key.replace("/", "_").replace(":", "_")
     sent = folder / f"{tag}_{own[0]}_{SENT}.mp4"
@@ -166,6 +215,12 @@ def episode_examples(
         path = folder / f"{tag}_{name}.mp4"
         encode_mp4(cf.frames, path, fps=fps or 4.0)
         made_paths.append((path, (name, cf), REENCODED))
+    if episode.native_success:  # a file of its own each: readouts and input caches go by file
+        for i, text in enumerate(wrong_instructions):
+            source, encoding = made_paths[i % 2][0], (SENT, REENCODED)[i % 2]
+            path = folder / f"{tag}_{WRONG_INSTRUCTION}{i}_{encoding}.mp4"
+            shutil.copyfile(source, path)
+            made_paths.append((path, (WRONG_INSTRUCTION, Counterfactual(own[1].frames, text)), encoding))
     return [
         Example(
             video=str(path),
@@ -174,35 +229,42 @@ def episode_examples(
             source=name,
             episode=episode.key,
             group=episode.group,
-            task_id=episode.record.task_id,
+            task_id=episode.task_id,
             frames=len(cf.frames),
-            held_out=held_out,
+            held_out=split != TRAIN,
             encoding=encoding,
             source_video=str(Path(episode.video).resolve()),
             frame_size=f"{frames.shape[1]}x{frames.shape[2]}",
+            split=split,
         )
         for path, (name, cf), encoding in made_paths
     ]
 
 
 def build_examples(
-    episodes: Sequence[RunEpisode],
-    held_out: set[str],
+    episodes: Sequence[DataEpisode],
+    splits: Mapping[str, str],
     folder: Path,
     counterfactuals: Sequence[str],
-    hard_negatives: Callable[[RunEpisode], str | None],
+    hard_negatives: Callable[[Any], str | None],
     *,
     seed: int,
     workers: int = 2,
+    wrong_instructions: Callable[[Any], Sequence[str]] = lambda e: (),
 ) -> tuple[list[Example], list[dict[str, Any]]]:
     """``(examples, unreadable)``: every episode's examples in episode order, and the episodes
-    whose kept video did not decode (``episode``, ``video``, ``error``), which are left out."""
+    whose kept video did not decode (``episode``, ``video``, ``error``), which are left out.
+    ``splits``: group -> its split, for every group that does not train; ``wrong_instructions``:
+    episode -> the wrong instructions its success is also judged under."""
     folder.mkdir(parents=True, exist_ok=True)
 
-    def build(e: RunEpisode) -> list[Example] | dict[str, Any]:
+    def build(e: DataEpisode) -> list[Example] | dict[str, Any]:
         try:
+            split = splits.get(e.group, TRAIN)
+            other = hard_negatives(e) if WRONG_TASK in counterfactuals else None  # a suite is read only then
+            texts = wrong_instructions(e) if e.native_success else ()
             return episode_examples(
-                e, folder, counterfactuals, hard_negatives(e), seed=seed, held_out=e.group in held_out
+                e, folder, counterfactuals, other, seed=seed, split=split, wrong_instructions=texts
             )
         except ValueError as exc:
             return {"episode": e.key, "video": e.video, "error": str(exc)}
@@ -233,14 +295,18 @@ def check_examples(examples: Sequence[Example]) -> None:
 def data_summary(examples: Sequence[Example], unreadable: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``finetune.json``'s data block: counts per split, class, source, encoding and frame size (as
     rendered), the unreadable episodes."""
-    rows = [{**x.to_json(), "split": "held_out" if x.held_out else "train"} for x in examples]
+    rows = [x.to_json() for x in examples]
+    groups = {
+        TRAIN: sorted({x.group for x in examples if not x.held_out}),
+        HELD_OUT: sorted({x.group for x in examples if x.held_out}),  # test's as well
+    }
+    test = sorted({x.group for x in examples if x.split == TEST})
+    if test:
+        groups[TEST] = test
     return {
         "examples": len(rows),
         "episodes": len({x.episode for x in examples}),
-        "groups": {
-            "train": sorted({x.group for x in examples if not x.held_out}),
-            "held_out": sorted({x.group for x in examples if x.held_out}),
-        },
+        "groups": groups,
         "by_class": counts_by(rows, "split", "label"),
         "by_source": counts_by(rows, "split", "source"),
         "by_encoding": counts_by(rows, "split", "encoding"),

@@ -83,10 +83,14 @@ def _data_blocks(summary: Mapping[str, Any]) -> list[Block]:
         **data.get("by_frame_size", {}),
     }
     counts = [(k, str(v)) for k, v in by.items()]
+    if summary.get("data_dir"):
+        where = f"the labelled set {summary['data_dir']} (its own split by initial state)"
+    else:
+        where = f"{len(summary['runs'])} run(s)"
     return [
         Heading("Data"),
         Para(
-            f"{data['examples']} examples from {data['episodes']} episodes of {len(summary['runs'])} run(s); "
+            f"{data['examples']} examples from {data['episodes']} episodes of {where}; "
             f"held out by initial state: {', '.join(data['groups']['held_out'])}."
         ),
         Table(("split/label, source, encoding or frame size", "examples"), tuple(counts)),
@@ -109,11 +113,23 @@ def report_blocks(summary: Mapping[str, Any]) -> list[Block]:
         blocks += [
             Heading("Base and fine-tuned judge on the held-out examples"),
             Table(("metric", "base", "fine-tuned"), tuple(comparison_rows(summary["evaluation"]))),
+            *test_blocks(summary["evaluation"].get("test")),
             *serving_blocks(summary["evaluation"].get("serving")),
             *source_blocks(summary["evaluation"].get("sources")),
             Para(f"Serve the fine-tuned judge: {summary['serve_command']}"),
         ]
     return blocks
+
+
+def test_blocks(test: Mapping[str, Any] | None) -> list[Block]:
+    """A labelled set's test examples, both judges side by side (nothing chose anything by them)."""
+    if not test:
+        return []
+    return [
+        Heading("Base and fine-tuned judge on the test examples"),
+        Para("The labelled set's test split: scored once here and reported, never used to choose."),
+        Table(("metric", "base", "fine-tuned"), tuple(comparison_rows(test))),
+    ]
 
 
 def _small(value: float | None) -> str:

@@ -32,6 +32,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from reward_eval.analysis.audit import ORIGINAL
+from reward_eval.analysis.perturbations import FAILURE
 from reward_eval.finetune.dataset import REENCODED, SENT, Example
 from reward_eval.finetune.metrics import separation
 
@@ -113,21 +115,28 @@ def check_line(check: Mapping[str, Any]) -> str:
     )
 
 
+OWN = (ORIGINAL, FAILURE)  # an episode's own examples; the others are made of it
+
+
+def _sent_itself(x: Example) -> bool:
+    """The episode itself as the env sent it (not a wrong instruction on the same bytes)."""
+    return x.encoding == SENT and x.source in OWN
+
+
 def source_examples(train: Sequence[Example]) -> list[Example]:
     """The training episodes as the env sent them: each ``sent`` example pointing at its kept video
     where the run left it (the file the env's client posted), not at the data set's copy."""
-    return [replace(x, video=x.source_video) for x in train if x.encoding == SENT]
+    return [replace(x, video=x.source_video) for x in train if _sent_itself(x)]
 
 
 def sent_readouts(train: Sequence[Example], trainer: Mapping[str, float]) -> dict[str, float]:
     """episode -> the trainer's readout of its ``sent`` example (``trainer``: video -> readout)."""
-    return {x.episode: trainer[x.video] for x in train if x.encoding == SENT}
+    return {x.episode: trainer[x.video] for x in train if _sent_itself(x)}
 
 
 def reencoded_scores(served: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """episode -> the served score of the episode itself re-encoded (``original`` or ``failure``)."""
-    own = ("original", "failure")
-    return {j["episode"]: j["score"] for j in served if j["source"] in own and j["encoding"] == REENCODED}
+    return {j["episode"]: j["score"] for j in served if j["source"] in OWN and j["encoding"] == REENCODED}
 
 
 def source_rows(

@@ -28,6 +28,7 @@ METHOD_CHOICES = ("auto", "full", "lora")
 FULL_FINETUNE_MAX_PARAMS = 1_000_000_000
 DEFAULT_LR = {"full": 1e-3, "lora": 1e-4}
 DEFAULT_STEPS = 80
+LR_SCHEDULES = ("constant", "cosine")  # trainer.step_lr; constant is the default
 DEFAULT_GRAD_ACCUM = 8
 DEFAULT_LORA_RANK = 16
 DEFAULT_LORA_ALPHA = 32.0

@@ -18,6 +18,7 @@ its examples; the epoch's loss is the mean over its steps.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ import numpy as np
 
 from reward_eval.finetune.lora import load_trainable_state, trainable_state
 from reward_eval.finetune.readout import answer_log_shares, expected_scores, weighted_nll
+from reward_eval.finetune.settings import LR_SCHEDULES
 from reward_eval.progress_bar import progress_bar
 
 CHECKPOINT_GLOB = "epoch-*.pt"
@@ -45,13 +47,28 @@ class Item:
 
 @dataclass(frozen=True)
 class Schedule:
-    """How long and how fast: epochs, examples per optimizer step, learning rate, clipping, seed."""
+    """How long and how fast: epochs, examples per optimizer step, learning rate (and how it moves,
+    :func:`step_lr`), clipping, seed."""
 
     epochs: int
     grad_accum: int
     lr: float
     max_grad_norm: float
     seed: int
+    lr_schedule: str = "constant"
+
+
+def step_lr(lr: float, schedule: str, step: int, total: int) -> float:
+    """The learning rate of optimizer step ``step`` (0-based) of ``total``: ``lr`` throughout
+    (``constant``), or from ``lr`` down to 0 along half a cosine (``cosine``: the late steps of a
+    long fine-tune move the weights less, where a constant rate kept the loss bouncing between
+    epochs). A function of the step alone, so a resumed run continues on the same curve.
+    ``ValueError`` naming the choices for an unknown schedule."""
+    if schedule not in LR_SCHEDULES:
+        raise ValueError(f"unknown learning-rate schedule {schedule!r}; valid: {', '.join(LR_SCHEDULES)}.")
+    if schedule == "constant" or total <= 0:
+        return lr
+    return lr * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / total))
 
 
 @dataclass
@@ -160,6 +177,9 @@ def train(
         for epoch in range(state.epoch, schedule.epochs):
             losses = []
             for batch in steps_of(epoch_order(len(items), schedule.seed, epoch), schedule.grad_accum):
+                lr = step_lr(schedule.lr, schedule.lr_schedule, state.step, schedule.epochs * per_epoch)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr
                 losses.append(
                     train_step(model, optimizer, [items[i] for i in batch], tokens, schedule.max_grad_norm)
                 )

@@ -53,17 +53,23 @@ def suite_tasks(settings: RunSettings, records: Sequence[EpisodeRecord]) -> dict
     """The tasks ``wrong_task`` picks from: the run's LIBERO suite (its settings' env config)
     with the scenes of the task names; without one, the tasks of the records, scenes unknown."""
     if settings.env_config and os.path.isfile(settings.env_config):
-        from rlinf.envs.libero.utils import get_benchmark_overridden
-
         from reward_eval.job.env_config import load_env_config
-        from reward_eval.job.quiet import dropping_stdout_lines
 
-        with dropping_stdout_lines():  # LIBERO prints its task order
-            bench = get_benchmark_overridden(load_env_config(settings.env_config).task_suite_name)()
-        tasks = [bench.get_task(t) for t in range(bench.get_num_tasks())]
-        return {t: SuiteTask(t, scene_of(task.name), task.language) for t, task in enumerate(tasks)}
+        return libero_suite_tasks(load_env_config(settings.env_config).task_suite_name)
     texts = {int(r.task_id): str(r.task_text or "") for r in records}
     return {t: SuiteTask(t, "", text) for t, text in sorted(texts.items())}
+
+
+def libero_suite_tasks(suite: str) -> dict[int, SuiteTask]:
+    """Every task of LIBERO suite ``suite`` (RLinf's task order) with its scene and instruction."""
+    from rlinf.envs.libero.utils import get_benchmark_overridden
+
+    from reward_eval.job.quiet import dropping_stdout_lines
+
+    with dropping_stdout_lines():  # LIBERO prints its task order
+        bench = get_benchmark_overridden(suite)()
+    tasks = [bench.get_task(t) for t in range(bench.get_num_tasks())]
+    return {t: SuiteTask(t, scene_of(task.name), task.language) for t, task in enumerate(tasks)}
 
 
 def audit_run_dir(

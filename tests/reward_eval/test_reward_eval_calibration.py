@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reward_eval.analysis.calibration import (
+    auroc_interval,
     best_f1,
     best_youden,
     brier,
@@ -237,3 +238,20 @@ def test_summarize_calibrates_the_judged_episodes_only() -> None:
     assert cal["roc"] == [[0.0, 1.0, 0.8], [1.0, 1.0, 0.3]]
     assert cal["best_f1"] == {"threshold": 0.8, "f1": 1.0, "precision": 1.0, "recall": 1.0}
     assert cal["brier"] == pytest.approx((0.04 + 0.09) / 2)
+
+
+def test_the_auroc_interval_holds_the_auroc_and_is_a_point_for_perfect_separation() -> None:
+    assert auroc_interval([0.9, 0.8, 0.2, 0.1], [True, True, False, False]) == (1.0, 1.0)
+    scores, labels = [0.9, 0.4, 0.6, 0.3, 0.2, 0.7], [True, True, True, False, False, False]
+    low, high = auroc_interval(scores, labels, draws=500, seed=1)
+    assert low <= calibration(scores, labels)["auroc"] <= high and 0.0 <= low < high <= 1.0
+    assert auroc_interval(scores, labels, draws=500, seed=1) == (low, high), "the same seed, the same draws"
+    assert auroc_interval([0.5, 0.6], [True, True]) is None
+
+
+@pytest.mark.parametrize(
+    ("draws", "level"), [(0, 0.95), (100, 1.0), (100, 0.0)], ids=["no-draw", "level-1", "level-0"]
+)
+def test_the_auroc_interval_refuses_a_level_outside_0_1_or_no_draws(draws: int, level: float) -> None:
+    with pytest.raises(ValueError, match="level must lie in"):
+        auroc_interval([0.1, 0.9], [False, True], draws=draws, level=level)

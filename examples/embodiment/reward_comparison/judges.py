@@ -13,11 +13,14 @@ context manager), its log beside the run's (``DIR/<run>/reward_server.log``). Th
 - ``near_miss``: the success classifier trained on a set whose near misses include objects let go
   beside the basket (``scripts/make_classifier_data.py --variants near_miss``, made once into
   :data:`NEAR_MISS_DATA`, ~30 min here; trained 10 epochs), stamped beside set-up's;
-- ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once.
+- ``tiny_vlm``: the tiny random-weight Qwen2.5-VL, built offline into ``DIR/judges`` once;
+- ``vlm``: the VLM judge trained here on the shipped labelled set (:mod:`reward_eval.trained_judge`),
+  shipped with its stamp, served by its recipe's ``BACKEND``.
 
 Each also has a stamp (:attr:`Judge.stamp`), which a finished run records (:mod:`.provenance`) so
 that a run judged by another model is not reused: a classifier's is the stamp set-up writes beside
-it (its set's manifest, the training code, its options), the tiny VLM's a hash of its built files.
+it (its set's manifest, the training code, its options), the tiny VLM's a hash of its built files,
+the trained VLM's its recipe's stamp.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 from reward_eval.classifier import setup_checkpoint
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
 from reward_eval.job.paths import REPO
+from reward_eval.trained_judge.recipe import BACKEND as TRAINED_VLM_BACKEND
 from vlm_reward.tools.server_process import RewardServerProcess, backend_args
 
 NEAR_MISS_DATA = setup_checkpoint.CHECKPOINT.parent / "data_near_miss"
@@ -117,6 +121,25 @@ def _tiny_vlm_stamp(judges_dir: Path) -> str | None:
     return digest.hexdigest()
 
 
+def _trained_vlm(judges_dir: Path) -> Path:
+    """The shipped trained judge; :class:`JudgeError` when it is not its recipe's (a stale judge
+    would be compared under a name that no longer describes it)."""
+    from reward_eval.trained_judge import recipe
+
+    if recipe.shipped_stamp() != recipe.stamp():
+        raise JudgeError(
+            f"the trained VLM judge {recipe.CHECKPOINT} is not its recipe's; remake it with "
+            "`python -m reward_eval.trained_judge.recipe make`."
+        )
+    return recipe.CHECKPOINT
+
+
+def _trained_vlm_stamp(judges_dir: Path) -> str | None:
+    from reward_eval.trained_judge import recipe
+
+    return recipe.shipped_stamp()
+
+
 def _no_kwargs(judges_dir: Path) -> Mapping[str, Any]:
     return {}
 
@@ -161,6 +184,7 @@ JUDGES: dict[str, Judge] = {
     "progress": _resnet(("--target", "goal_fraction"), _beside("goal_fraction")),
     "near_miss": _resnet(NEAR_MISS_OPTIONS, _beside("near_miss"), _near_miss_data, _near_miss_dir),
     "tiny_vlm": Judge("qwen_vl_hf", _tiny_vlm, stamp=_tiny_vlm_stamp),
+    "vlm": Judge(TRAINED_VLM_BACKEND, _trained_vlm, stamp=_trained_vlm_stamp),
 }
 
 

@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reward_eval.trained_judge.recipe import BACKEND as TRAINED_VLM_BACKEND
+from reward_eval.trained_judge.recipe import REQUEST
+
 REWARD_MODEL = "env.train.reward_model"
 
 
@@ -42,6 +45,9 @@ _JUDGED = {"nframes": 16, "send_video_inline": True, "timeout": 120.0}
 # A classifier's score as a 0/1 reward at 0.5.
 _ZERO_ONE = {**_JUDGED, "backend": "resnet", "binary_reward": True, "success_threshold": 0.5}
 
+# The trained VLM's request (16 frames at 140x140, as it was trained) and a 0/1 reward at 0.5.
+_TRAINED_VLM = {"backend": TRAINED_VLM_BACKEND, "binary_reward": True, "success_threshold": 0.5, **REQUEST}
+
 RUNS: dict[str, RunSpec] = {
     spec.name: spec
     for spec in (
@@ -71,6 +77,13 @@ RUNS: dict[str, RunSpec] = {
                 "binary_reward": False,
                 "native_frame_size": True,
             },
+        ),
+        RunSpec(
+            "vlm",
+            "the VLM judge trained here on simulator labels (reward_eval/trained_judge), a 0/1 reward "
+            "at 0.5, served as it was trained",
+            judge="vlm",
+            reward_model={**_JUDGED, **_TRAINED_VLM},
         ),
         RunSpec(
             "progress",

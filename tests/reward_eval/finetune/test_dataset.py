@@ -12,6 +12,7 @@ import pytest
 
 from reward_eval.analysis.perturbations import perturbation_names
 from reward_eval.finetune.dataset import (
+    HELD_OUT,
     REENCODED,
     SENT,
     DataError,
@@ -20,6 +21,7 @@ from reward_eval.finetune.dataset import (
     run_episodes,
     split_episodes,
 )
+from reward_eval.finetune.instructions import WRONG_INSTRUCTION
 from reward_eval.judge.counterfactuals import decode_frames
 
 WRONG = "put both the cream cheese box and the butter in the basket"
@@ -31,7 +33,7 @@ def test_each_counterfactual_of_a_success_is_a_failure_of_its_episodes_group(
     run = make_run("run", [(0, True), (1, False), (2, True)])
     episodes = run_episodes([run])
     examples, unreadable = build_examples(
-        episodes, {"state:2"}, tmp_path / "videos", perturbation_names(), lambda e: WRONG, seed=0
+        episodes, {"state:2": HELD_OUT}, tmp_path / "videos", perturbation_names(), lambda e: WRONG, seed=0
     )
     assert unreadable == []
     rows = [(x.group, x.source, x.encoding, x.label, x.held_out, x.frames) for x in examples]
@@ -68,7 +70,7 @@ def test_each_episode_is_an_example_as_the_env_sent_it_byte_for_byte(
     """The ``sent`` example is the kept MP4's own bytes (what ``rescore`` and the env send the served
     judge); its re-encode is another file of the same frames up to the codec, under the same label."""
     episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
-    examples, _ = build_examples(episodes, set(), tmp_path / "videos", (), lambda e: WRONG, seed=0)
+    examples, _ = build_examples(episodes, {}, tmp_path / "videos", (), lambda e: WRONG, seed=0)
     for episode in episodes:
         mine = {x.encoding: x for x in examples if x.episode == episode.key}
         sent, again = mine[SENT], mine[REENCODED]
@@ -83,13 +85,35 @@ def test_no_counterfactuals_leaves_the_episodes_themselves(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:
     episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
-    examples, _ = build_examples(episodes, set(), tmp_path, (), lambda e: WRONG, seed=0)
+    examples, _ = build_examples(episodes, {}, tmp_path, (), lambda e: WRONG, seed=0)
     assert [(x.source, x.encoding, x.label) for x in examples] == [
         ("original", SENT, True),
         ("original", REENCODED, True),
         ("failure", SENT, False),
         ("failure", REENCODED, False),
     ]
+
+
+def test_a_success_under_wrong_instructions_is_a_failure_of_its_own_file_in_either_encoding(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Each wrong instruction is a file of its own (readouts and input caches go by file), the
+    success's own bytes as sent or re-encoded in turn; a failure gets none."""
+    episodes = run_episodes([make_run("run", [(0, True), (1, False)])])
+    texts = ("text a", "text b", "text c")
+    examples, _ = build_examples(
+        episodes, {}, tmp_path, (), lambda e: WRONG, seed=0, wrong_instructions=lambda e: texts
+    )
+    wrong = [x for x in examples if x.source == WRONG_INSTRUCTION]
+    assert [(x.task_text, x.encoding, x.label) for x in wrong] == [
+        ("text a", SENT, False),
+        ("text b", REENCODED, False),
+        ("text c", SENT, False),
+    ]
+    own = {x.encoding: Path(x.video).read_bytes() for x in examples if x.source == "original"}
+    assert all(Path(x.video).read_bytes() == own[x.encoding] for x in wrong)
+    assert len({x.video for x in examples}) == len(examples), "one file per example"
+    assert {x.episode for x in wrong} == {episodes[0].key}, "the failure gets no wrong instruction"
 
 
 def test_episodes_of_one_initial_state_go_to_the_same_side_across_runs(make_run: Callable[..., Path]) -> None:
@@ -106,8 +130,9 @@ def test_episodes_of_one_initial_state_go_to_the_same_side_across_runs(make_run:
 def _example_error(
     make_run: Callable[..., Path], tmp_path: Path, name: str, episodes: list, held: set[str]
 ) -> str:
+    splits = dict.fromkeys(held, HELD_OUT)
     built, _ = build_examples(
-        run_episodes([make_run(name, episodes)]), held, tmp_path / name, (), lambda e: None, seed=0
+        run_episodes([make_run(name, episodes)]), splits, tmp_path / name, (), lambda e: None, seed=0
     )
     with pytest.raises(DataError) as error:
         check_examples(built)

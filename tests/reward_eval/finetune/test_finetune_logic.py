@@ -13,7 +13,7 @@ from reward_eval.finetune import settings
 from reward_eval.finetune.metrics import audit_cases, judge_block, separation
 from reward_eval.finetune.readout import at_class_prior, prior_floor, target_index
 from reward_eval.finetune.split import GroupInfo, choose_held_out, class_weights, group_key, held_out_count
-from reward_eval.finetune.trainer import steps_of
+from reward_eval.finetune.trainer import step_lr, steps_of
 from vlm_reward.judging.probability import RUBRIC_1_TO_5, YES_NO, AnswerTokens, expected_score
 
 # ----------------------------------------------------------------------------- the split
@@ -244,3 +244,23 @@ def test_the_drop_is_measured_from_the_episode_re_encoded_as_its_counterfactuals
 def test_separation_is_the_margin_between_the_classes() -> None:
     found = separation([0.9, 0.8, 0.3, 0.1], [True, True, False, False])
     assert found == {"min_success": 0.8, "max_failure": 0.3, "margin": pytest.approx(0.5), "auroc": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "step", "expected"),
+    [
+        ("constant", 0, 1e-4),
+        ("constant", 99, 1e-4),
+        ("cosine", 0, 1e-4),
+        ("cosine", 50, 5e-5),
+        ("cosine", 100, 0.0),
+    ],
+    ids=["constant-first", "constant-last", "cosine-first", "cosine-half-way", "cosine-end"],
+)
+def test_the_learning_rate_of_a_step(schedule: str, step: int, expected: float) -> None:
+    assert step_lr(1e-4, schedule, step, 100) == pytest.approx(expected, abs=1e-12)
+
+
+def test_an_unknown_learning_rate_schedule_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="unknown learning-rate schedule 'linear'; valid: constant, cosine"):
+        step_lr(1e-4, "linear", 0, 10)

@@ -1,0 +1,1 @@
+"""The VLM judge trained here on simulator labels, shipped with its recipe (:mod:`.recipe`)."""
