@@ -35,6 +35,14 @@ FINETUNE = "tests/reward_eval/finetune/test_finetune_libero.py::"
 
 SLOW_TESTS: tuple[SlowTest, ...] = (
     SlowTest(
+        "tests/reward_eval/finetune/test_finetune_data.py::test_the_labels_and_the_split_are_the_sets",
+        62,
+        "finetune --data on a six-episode labelled set with two wrong instructions a success (the tiny "
+        "Qwen2.5-VL's default training, both judges on real qwen_vl_hf servers)",
+        "the labels and the split are the set's, the test split is reported apart, no wrong instruction is "
+        "a measured text, and the served judge answers the set's MP4s as trained",
+    ),
+    SlowTest(
         f"{FINETUNE}test_the_default_fine_tune_leaves_the_class_prior_and_separates_the_training_episodes",
         124,
         "the default fine-tune of the tiny Qwen2.5-VL and Qwen3-VL (80 steps each), each judged before "

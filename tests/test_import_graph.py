@@ -242,7 +242,7 @@ def test_the_graph_sees_the_product() -> None:
     # a lazy import inside a function and an import of a package's __init__.
     expected = {
         ("reward_eval.__main__", "reward_eval.job.paths"),
-        ("reward_eval.finetune.pipeline", "reward_eval.job.audit_run"),  # inside a function
+        ("reward_eval.finetune.sources", "reward_eval.job.audit_run"),  # inside a function
         ("vlm_reward.server.service", "vlm_reward.backends"),  # the package's __init__
         ("rlinf.envs.libero.libero_env", "vlm_reward.client.scoring"),
     }

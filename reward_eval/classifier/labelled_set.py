@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reward_eval.finetune.split import SPLITS
 from reward_eval.job.main_job import MAIN_JOB, SELF_TEST
 
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
 MANIFEST = "manifest.json"
-SPLITS = ("train", "held_out", "test")
 MEASURED = ("held_out", "test")  # the splits never trained on
 # The share of the held-out states (the reserved ones excepted) that become the test split.
 TEST_FRACTION = 0.5

@@ -40,7 +40,7 @@ from reward_eval.exit_statuses import (
 from reward_eval.finetune import settings as defaults
 from reward_eval.finetune.dataset import TEST, DataError
 from reward_eval.finetune.pipeline import ResumeError
-from reward_eval.finetune.report import REPORT_DIR, terminal_table, write_report, write_summary
+from reward_eval.finetune.report import REPORT_DIR, base_summary, terminal_table, write_report, write_summary
 from reward_eval.job.options import NONE, counterfactual_names, positive_float
 from reward_eval.judge.endpoint import DEFAULT_LOCAL_BACKEND, JUDGE_ERRORS
 from vlm_reward.argtypes import float_at_least, json_object, non_negative_int, positive_int, unit_interval
@@ -236,6 +236,17 @@ def check_data_source(parser: argparse.ArgumentParser, args: argparse.Namespace)
             )
 
 
+def data_source(args: argparse.Namespace) -> Any:
+    """The runs' episodes, or the labelled set's with ``--data``."""
+    if args.data is not None:
+        from reward_eval.classifier.finetune_data import labelled_source
+
+        return labelled_source(args.data)
+    from reward_eval.finetune.sources import run_source
+
+    return run_source(args)
+
+
 def finetune(args: argparse.Namespace) -> int:
     """Execute the command for parsed ``args``; returns the exit status (see the module docstring)."""
     from reward_eval.finetune import pipeline
@@ -246,7 +257,7 @@ def finetune(args: argparse.Namespace) -> int:
     (args.out / REPORT_DIR).mkdir(parents=True, exist_ok=True)
     judged = judge_block(args)
     block = dict(judged.block.values)
-    examples, data = pipeline.build_dataset(args, args.out)
+    examples, data = pipeline.build_dataset(args, data_source(args), args.out)
     judge = pipeline.load_judge(args, args.family, training_request(block, args.server_kwargs))
     outcome = pipeline.fine_tune(args, judge, examples, args.out)
     summary = {**base_summary(args, judge, data, outcome.training), "judge_settings": judged.recorded()}
@@ -256,45 +267,6 @@ def finetune(args: argparse.Namespace) -> int:
     if args.evaluate:
         summary["evaluation"] = pipeline.evaluate(args, examples, args.out, block, outcome)
     return finish(args, summary)
-
-
-def base_summary(
-    args: argparse.Namespace, judge: Any, data: dict[str, Any], training: dict[str, Any]
-) -> dict[str, Any]:
-    """The summary before the evaluation: outcome, inputs, data, hyper-parameters, training."""
-    return {
-        "outcome": "done",
-        "message": "",
-        "out": str(args.out),
-        "base_model": str(args.model),
-        "family": judge.family.model_type,
-        "runs": [str(r) for r in args.runs],
-        "data_dir": None if args.data is None else str(args.data),
-        "data": data,
-        "hyper_parameters": {
-            "method": judge.method,
-            "parameters": judge.parameters,
-            "trainable_parameters": sum(p.numel() for p in judge.model.parameters() if p.requires_grad),
-            "lr": args.lr,
-            "lr_schedule": args.lr_schedule,
-            "epochs": training["epochs"],
-            "grad_accum": args.grad_accum,
-            "max_grad_norm": args.max_grad_norm,
-            "seed": args.seed,
-            "class_weights": args.class_weights,
-            "lora": {"rank": args.lora_rank, "alpha": args.lora_alpha, "targets": args.lora_targets}
-            if judge.method == "lora"
-            else None,
-            "counterfactuals": list(args.counterfactuals),
-            "wrong_instructions": args.wrong_instructions,
-            "holdout_fraction": args.holdout_fraction,
-            "holdout_tasks": list(args.holdout_tasks),
-            "prompt_scale": judge.tokens.scale.name,
-            "request": judge.request.asked(),
-            "device": args.device,
-        },
-        "training": training,
-    }
 
 
 def serve_command(args: argparse.Namespace) -> str:

@@ -24,8 +24,8 @@ what the before/after evaluation sends to real servers, so both see the same byt
 
 The split is decided on episodes before anything is encoded, so an episode and its
 counterfactuals always land on the same side: drawn by initial state for runs (:mod:`.split`), read
-from the manifest for a labelled set (:mod:`.labelled_data`, whose ``test`` split is measured
-apart). Both kinds of episode are a :class:`DataEpisode`.
+from the manifest for a labelled set (:mod:`reward_eval.classifier.finetune_data`, whose ``test``
+split is measured apart). Both kinds of episode are a :class:`DataEpisode`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,8 @@ from typing import Any, Protocol
 from reward_eval.analysis.audit import ORIGINAL
 from reward_eval.analysis.episode_log import KeptEpisode, episode_logs, kept_episodes
 from reward_eval.analysis.perturbations import Counterfactual, Source
-from reward_eval.classifier.labelled_set import SPLITS
 from reward_eval.finetune.instructions import WRONG_INSTRUCTION
-from reward_eval.finetune.split import GroupInfo, choose_held_out, counts_by, group_key
+from reward_eval.finetune.split import HELD_OUT, TEST, TRAIN, GroupInfo, choose_held_out, counts_by, group_key
 from reward_eval.judge.counterfactuals import decode_frames, episode_counterfactuals
 from vlm_reward.client.episode_record import EpisodeRecord
 from vlm_reward.perturbations import WRONG_TASK
@@ -50,10 +49,6 @@ from vlm_reward.video_io import encode_mp4
 
 SENT = "sent"  # the kept MP4's own bytes: what the env's client sent the judge
 REENCODED = "reencoded"  # decoded and encoded again, as the audit's episodes and counterfactuals are
-# The splits, named as a labelled set's manifest names them: train trains; held_out measures every
-# fine-tune (the judge beside its base) and is what a run's split holds out; test, a labelled set's
-# only, is reported apart and chooses nothing.
-TRAIN, HELD_OUT, TEST = SPLITS
 
 
 class DataError(ValueError):

@@ -16,7 +16,7 @@ from typing import Any
 
 from reward_eval.analysis.audit import summarize_audit
 from reward_eval.analysis.calibration import calibration
-from reward_eval.finetune.dataset import REENCODED
+from reward_eval.finetune.dataset import HELD_OUT, REENCODED, TEST
 
 # The rows of the side-by-side table, in order, and how to read each from a judge's block.
 TABLE_ROWS: tuple[tuple[str, str], ...] = (
@@ -82,3 +82,26 @@ def separation(scores: Sequence[float], labels: Sequence[bool]) -> dict[str, flo
         "margin": None if low is None or high is None else low - high,
         "auroc": calibration(list(scores), list(labels))["auroc"],
     }
+
+
+def measured_rows(counterfactuals: Sequence[str], wrong_instructions: int) -> list[str]:
+    """The rows of the judges' tables: the counterfactuals, and the wrong instructions when asked for."""
+    from reward_eval.finetune.instructions import WRONG_INSTRUCTION
+
+    return [*counterfactuals, *([WRONG_INSTRUCTION] if wrong_instructions else [])]
+
+
+def split_blocks(
+    judged: Mapping[str, Sequence[Mapping[str, Any]]], perturbations: Sequence[str], threshold: float
+) -> dict[str, Any]:
+    """``{judge: block}`` over the held-out examples, and ``test: {judge: block}`` when there are test
+    examples (:func:`.metrics.judge_block`; ``judged``: judge -> its judged examples)."""
+
+    def blocks(split: str) -> dict[str, Any]:
+        return {
+            name: judge_block([j for j in rows if j["split"] == split], perturbations, threshold)
+            for name, rows in judged.items()
+        }
+
+    has_test = any(j["split"] == TEST for rows in judged.values() for j in rows)
+    return {**blocks(HELD_OUT), **({TEST: blocks(TEST)} if has_test else {})}

@@ -1,7 +1,7 @@
 """The steps of ``reward-eval finetune``, each a function the command calls in order.
 
-1. :func:`build_dataset`: the runs' kept episodes, split by initial state, each as the env sent it
-   and re-encoded, with their counterfactuals, into ``OUT/finetune/videos`` (:mod:`.dataset`);
+1. :func:`build_dataset`: the episodes of the runs or the labelled set (:mod:`.sources`), each as the
+   env sent it and re-encoded, with their counterfactuals, into ``OUT/finetune/videos`` (:mod:`.dataset`);
 2. :func:`load_judge`: the base checkpoint, its processor, what is trained (:mod:`.lora`) and how
    an example reaches it (the server's steps, :mod:`.inputs`);
 3. :func:`fine_tune`: the readout of every example before, the training (resumed from the last
@@ -19,31 +19,26 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reward_eval.finetune import settings as defaults
 from reward_eval.finetune.dataset import (
-    HELD_OUT,
-    TEST,
     Example,
-    RunEpisode,
     build_examples,
     check_examples,
     data_summary,
-    run_episodes,
-    split_episodes,
 )
 from reward_eval.finetune.inputs import InputCache, Request
 from reward_eval.finetune.readout import at_class_prior, prior_floor, target_index
 from reward_eval.finetune.report import REPORT_DIR
+from reward_eval.finetune.sources import DEFAULT_SUITE, DataSource, wrong_instruction_lookup
 from reward_eval.finetune.split import class_weights
 from reward_eval.finetune.trainer import Item, Schedule, TrainState
 
 FINGERPRINT_FILE = "fingerprint.json"
-DEFAULT_SUITE = "libero_10"  # the mission's suite: a run or set that records none
 
 
 class ResumeError(ValueError):
@@ -76,87 +71,24 @@ class Outcome:
     after: dict[str, float] = field(default_factory=dict)  # training video -> the trained readout
 
 
-def hard_negative_lookup(episodes: Sequence[RunEpisode]) -> Any:
-    """``episode -> instruction`` for ``wrong_task``: another task of the episode's run's suite."""
-    from reward_eval.analysis.hard_negatives import hard_negative
-    from reward_eval.job.audit_run import suite_tasks
-    from reward_eval.job.settings import RunSettings
-
-    suites = {}
-    for run in {e.run for e in episodes}:
-        mine = [e for e in episodes if e.run == run]
-        suites[run] = suite_tasks(RunSettings.read(Path(mine[0].run_dir)), [e.record for e in mine])
-    return lambda e: hard_negative(e.record.task_id, suites[e.run])
-
-
-def build_dataset(args: argparse.Namespace, out: Path) -> tuple[list[Example], dict[str, Any]]:
-    """Every example (held-out and test ones flagged) and the summary's data block, from the runs or
-    from the labelled set of ``--data``; ``DataError`` when they cannot train and measure a judge."""
-    if args.data is not None:
-        episodes, splits, hard_negatives, source = labelled_source(args.data)
-        suite = str(source["settings"].get("suite") or DEFAULT_SUITE)
-    else:
-        episodes = run_episodes(args.runs)
-        held = split_episodes(episodes, args.holdout_fraction, args.holdout_tasks, args.seed)
-        splits, hard_negatives, source = dict.fromkeys(held, HELD_OUT), hard_negative_lookup(episodes), None
-        suite = run_suite(episodes) if args.wrong_instructions else DEFAULT_SUITE
+def build_dataset(
+    args: argparse.Namespace, source: DataSource, out: Path
+) -> tuple[list[Example], dict[str, Any]]:
+    """Every example of ``source`` (held-out and test ones flagged) and the summary's data block;
+    ``DataError`` when they cannot train and measure a judge."""
+    suite = source.suite or DEFAULT_SUITE
     examples, unreadable = build_examples(
-        episodes,
-        splits,
+        source.episodes,
+        source.splits,
         out / REPORT_DIR / "videos",
         args.counterfactuals,
-        hard_negatives,
+        source.hard_negatives,
         seed=args.seed,
         wrong_instructions=wrong_instruction_lookup(suite, args.wrong_instructions, args.seed),
     )
     check_examples(examples)
     data = data_summary(examples, unreadable)
-    return examples, data if source is None else {**data, "labelled_set": source}
-
-
-def run_suite(episodes: Sequence[RunEpisode]) -> str:
-    """The LIBERO suite of the first run (its env config's), :data:`DEFAULT_SUITE` without one."""
-    from reward_eval.job.env_config import load_env_config
-    from reward_eval.job.settings import RunSettings
-
-    config = RunSettings.read(Path(episodes[0].run_dir)).env_config
-    if not config or not Path(config).is_file():
-        return DEFAULT_SUITE
-    return str(load_env_config(config).task_suite_name)
-
-
-def wrong_instruction_lookup(suite: str, count: int, seed: int) -> Callable[[Any], list[str]]:
-    """``episode -> count`` wrong instructions for its success (:mod:`.instructions`), none of them a
-    text of ``suite`` (what the judge is measured on); the suites are read only for a positive count.
-    ``ValueError`` naming the choices for a suite LIBERO does not have."""
-    if count == 0:
-        return lambda e: []
-    from reward_eval.finetune import instructions as wi
-    from reward_eval.job.audit_run import libero_suite_tasks
-
-    if suite not in wi.LIBERO_SUITES:
-        raise ValueError(f"unknown LIBERO suite {suite!r}; valid: {', '.join(wi.LIBERO_SUITES)}.")
-    texts = {name: [t.instruction for t in libero_suite_tasks(name).values()] for name in wi.LIBERO_SUITES}
-    objects = wi.basket_objects(t for name in wi.OBJECT_SUITES for t in texts[name])
-    others = [t for name, found in texts.items() if name != suite for t in found]
-
-    def lookup(episode: Any) -> list[str]:
-        pairs, rest = wi.training_pool(episode.task_text, objects, others, texts[suite])
-        return wi.draw_wrong_instructions(pairs, rest, count, (seed, episode.seed_index, 1))
-
-    return lookup
-
-
-def labelled_source(root: Path) -> tuple[list[Any], dict[str, str], Any, Mapping[str, Any]]:
-    """``(episodes, splits, wrong_task lookup, record)`` of the labelled set in ``root``
-    (:mod:`.labelled_data`)."""
-    from reward_eval.finetune import labelled_data
-
-    labelled = labelled_data.read_set(root)
-    episodes = labelled_data.set_episodes(labelled)
-    splits = labelled_data.set_splits(episodes)
-    record = labelled_data.set_summary(labelled, episodes)
-    return episodes, splits, labelled_data.suite_hard_negatives(labelled), record
+    return examples, data if source.record is None else {**data, "labelled_set": dict(source.record)}
 
 
 def load_judge(args: argparse.Namespace, family: Any, request: Request) -> TrainedJudge:
@@ -335,30 +267,6 @@ def score_blocks(
     }
 
 
-def measured_rows(args: argparse.Namespace) -> list[str]:
-    """The rows of the judges' tables: the counterfactuals, and the wrong instructions when asked for."""
-    from reward_eval.finetune.instructions import WRONG_INSTRUCTION
-
-    return [*args.counterfactuals, *([WRONG_INSTRUCTION] if args.wrong_instructions else [])]
-
-
-def split_blocks(
-    judged: Mapping[str, Sequence[Mapping[str, Any]]], perturbations: Sequence[str], threshold: float
-) -> dict[str, Any]:
-    """``{judge: block}`` over the held-out examples, and ``test: {judge: block}`` when there are test
-    examples (:func:`.metrics.judge_block`; ``judged``: judge -> its judged examples)."""
-    from reward_eval.finetune.metrics import judge_block
-
-    def blocks(split: str) -> dict[str, Any]:
-        return {
-            name: judge_block([j for j in rows if j["split"] == split], perturbations, threshold)
-            for name, rows in judged.items()
-        }
-
-    has_test = any(j["split"] == TEST for rows in judged.values() for j in rows)
-    return {**blocks(HELD_OUT), **({TEST: blocks(TEST)} if has_test else {})}
-
-
 def save_judge(judge: TrainedJudge, out: Path) -> None:
     """The merged checkpoint into ``out`` (config, processor, safetensors; see :mod:`.lora`)."""
     from reward_eval.finetune.lora import merged_model, save_merged
@@ -383,6 +291,7 @@ def evaluate(
     kept videos, sent through the env's client as ``rescore`` sends them, against the trainer's
     readout and their re-encodes, :func:`.serving_check.source_check`)."""
     from reward_eval.finetune import serving_check as check
+    from reward_eval.finetune.metrics import measured_rows, split_blocks
     from reward_eval.finetune.served_judge import judge_examples
     from reward_eval.judge.endpoint import served_backend
 
@@ -402,7 +311,7 @@ def evaluate(
     diffs = [abs(j["score"] - outcome.before[j["video"]]) for j in base if j["score"] is not None]
     return {
         "threshold": threshold,
-        **split_blocks(judged, measured_rows(args), threshold),
+        **split_blocks(judged, measured_rows(args.counterfactuals, args.wrong_instructions), threshold),
         "readout_vs_server_max_abs_diff": max(diffs) if diffs else None,
         "serving": check.serving_check(
             served_train, outcome.after, args.serving_tolerance, served_backend(args)

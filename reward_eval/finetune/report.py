@@ -11,6 +11,7 @@ readout of them, and on its training episodes as the env sent them. The page is 
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,45 @@ SUMMARY_FILE = "finetune.json"
 REPORT_DIR = "finetune"
 LOSS_PLOT = "loss.png"
 JUDGES = ("base", "fine_tuned")
+
+
+def base_summary(
+    args: argparse.Namespace, judge: Any, data: dict[str, Any], training: dict[str, Any]
+) -> dict[str, Any]:
+    """The summary before the evaluation: outcome, inputs, data, hyper-parameters, training."""
+    return {
+        "outcome": "done",
+        "message": "",
+        "out": str(args.out),
+        "base_model": str(args.model),
+        "family": judge.family.model_type,
+        "runs": [str(r) for r in args.runs],
+        "data_dir": None if args.data is None else str(args.data),
+        "data": data,
+        "hyper_parameters": {
+            "method": judge.method,
+            "parameters": judge.parameters,
+            "trainable_parameters": sum(p.numel() for p in judge.model.parameters() if p.requires_grad),
+            "lr": args.lr,
+            "lr_schedule": args.lr_schedule,
+            "epochs": training["epochs"],
+            "grad_accum": args.grad_accum,
+            "max_grad_norm": args.max_grad_norm,
+            "seed": args.seed,
+            "class_weights": args.class_weights,
+            "lora": {"rank": args.lora_rank, "alpha": args.lora_alpha, "targets": args.lora_targets}
+            if judge.method == "lora"
+            else None,
+            "counterfactuals": list(args.counterfactuals),
+            "wrong_instructions": args.wrong_instructions,
+            "holdout_fraction": args.holdout_fraction,
+            "holdout_tasks": list(args.holdout_tasks),
+            "prompt_scale": judge.tokens.scale.name,
+            "request": judge.request.asked(),
+            "device": args.device,
+        },
+        "training": training,
+    }
 
 
 def write_summary(out: Path, summary: Mapping[str, Any]) -> Path:

@@ -28,6 +28,11 @@ from typing import Any
 
 import numpy as np
 
+# The splits, as a labelled set's manifest names them: train trains; held_out measures every fine-tune
+# (the judge beside its base) and is what a run's split holds out; test, a labelled set's only, is
+# reported apart and chooses nothing.
+TRAIN, HELD_OUT, TEST = SPLITS = ("train", "held_out", "test")
+
 
 @dataclass(frozen=True)
 class GroupInfo:

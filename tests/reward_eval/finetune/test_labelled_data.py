@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from reward_eval import cli
+from reward_eval.classifier.finetune_data import read_set, set_episodes, set_splits
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, RESERVED_STATES, load_set, write_manifest
 from reward_eval.finetune.dataset import HELD_OUT, REENCODED, SENT, TEST, TRAIN, build_examples, data_summary
-from reward_eval.finetune.labelled_data import read_set, set_episodes, set_splits
 
 
 def test_every_episode_of_the_shipped_set_keeps_the_manifests_split_label_and_text() -> None:

@@ -3,8 +3,9 @@
 The set (:mod:`reward_eval.classifier.labelled_set`, the one ``train-classifier`` reads) is
 simulator-labelled LIBERO episodes, each as the env's client would send it to a judge: its
 ``served`` MP4. Each becomes one :class:`SetEpisode`, labelled by its native success, whose
-examples are made as a run's kept episodes' are (:func:`.dataset.episode_examples`: the MP4's
-own bytes, its re-encode, the counterfactuals of a success).
+examples are made as a run's kept episodes' are
+(:func:`~reward_eval.finetune.dataset.episode_examples`: the MP4's own bytes, its re-encode,
+the counterfactuals of a success).
 
 **The split is the set's.** ``train`` trains; ``held_out`` measures every fine-tune (the judge
 beside its base, what a search chooses by); ``test`` is scored and reported apart, never used to
@@ -26,11 +27,13 @@ from typing import Any
 
 from reward_eval.classifier.labelled_set import LabelledSet, load_set
 from reward_eval.finetune.dataset import TRAIN, DataError
+from reward_eval.finetune.sources import DataSource
 
 
 @dataclass(frozen=True)
 class SetEpisode:
-    """One episode of a labelled set (see :class:`.dataset.DataEpisode`); ``split``: the set's."""
+    """One episode of a labelled set (a :class:`~reward_eval.finetune.dataset.DataEpisode`); ``split``:
+    the set's."""
 
     key: str
     group: str
@@ -61,7 +64,8 @@ def set_episodes(labelled: LabelledSet) -> list[SetEpisode]:
 
 
 def read_set(root: Path) -> LabelledSet:
-    """The labelled set in ``root``; :class:`.dataset.DataError` in one sentence if it is not one."""
+    """The labelled set in ``root``; :class:`~reward_eval.finetune.dataset.DataError` in one sentence
+    if it is not one."""
     try:
         return load_set(root)
     except ValueError as exc:
@@ -69,7 +73,8 @@ def read_set(root: Path) -> LabelledSet:
 
 
 def set_splits(episodes: Sequence[SetEpisode]) -> dict[str, str]:
-    """group -> split for every group that does not train (what :func:`.dataset.build_examples` takes)."""
+    """group -> split for every group that does not train (what
+    :func:`~reward_eval.finetune.dataset.build_examples` takes)."""
     return {e.group: e.split for e in episodes if e.split != TRAIN}
 
 
@@ -90,3 +95,12 @@ def set_summary(labelled: LabelledSet, episodes: Sequence[SetEpisode]) -> Mappin
     """The summary's record of where the data came from: the set's directory, settings and split sizes."""
     counts = {split: sum(e.split == split for e in episodes) for split in sorted({e.split for e in episodes})}
     return {"dir": str(labelled.root), "settings": dict(labelled.settings), "episodes_by_split": counts}
+
+
+def labelled_source(root: Path) -> DataSource:
+    """The fine-tune's data from the labelled set in ``root`` (``finetune --data``)."""
+    labelled = read_set(root)
+    episodes = set_episodes(labelled)
+    record = set_summary(labelled, episodes)
+    suite = str(labelled.settings.get("suite") or "")
+    return DataSource(episodes, set_splits(episodes), suite_hard_negatives(labelled), suite, record)
