@@ -72,7 +72,8 @@ def training_pool(
         for a, b in itertools.permutations(sorted(objects), 2)  # both orders: the order tells nothing
         if frozenset((a, b)) != own
     )
-    pairs = [t for t in pairs if t not in banned and pair_of(t) not in {pair_of(b) for b in banned}]
+    banned_pairs = {pair_of(b) for b in banned}
+    pairs = [t for t in pairs if t not in banned and pair_of(t) not in banned_pairs]
     others = sorted({t.strip() for t in other_texts if "basket" not in t and t.strip() not in banned})
     return pairs, others
 
