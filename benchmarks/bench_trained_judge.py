@@ -45,28 +45,14 @@ sys.path.insert(0, str(REPO))
 
 from reward_eval.analysis.calibration import auroc_interval, calibration  # noqa: E402
 from reward_eval.analysis.episode_log import episode_logs  # noqa: E402
-from reward_eval.classifier.labelled_run import records  # noqa: E402
+from reward_eval.classifier.labelled_run import records, write_records_run  # noqa: E402
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, SPLITS, load_set  # noqa: E402
-from reward_eval.job.paths import ENV_CONFIG  # noqa: E402
-from reward_eval.job.settings import RunSettings  # noqa: E402
-from vlm_reward.client.episode_log import episode_log_path, read_episode_log, write_episode_log  # noqa: E402
+from reward_eval.finetune.instructions import pair_of  # noqa: E402
+from reward_eval.job.audit_run import libero_suite_tasks  # noqa: E402
+from vlm_reward.client.episode_log import read_episode_log  # noqa: E402
 
 TIMEOUT_S = 3600
 THRESHOLD = 0.5  # the product's: a 0/1 reward at 0.5
-BASKET_TEXTS = (
-    "put both the alphabet soup and the tomato sauce in the basket",
-    "put both the cream cheese box and the butter in the basket",
-    "put both the alphabet soup and the cream cheese box in the basket",
-)
-LIBERO_10_OTHERS = (
-    "turn on the stove and put the moka pot on it",
-    "put the black bowl in the bottom drawer of the cabinet and close it",
-    "put the white mug on the left plate and put the yellow and white mug on the right plate",
-    "pick up the book and place it in the back compartment of the caddy",
-    "put the white mug on the plate and put the chocolate pudding to the right of the plate",
-    "put both moka pots on the stove",
-    "put the yellow and white mug in the microwave and close it",
-)
 # Rewordings of each basket task; "{a}" and "{b}" are its two objects.
 PARAPHRASES = (
     "place the {a} and the {b} into the basket",
@@ -81,12 +67,13 @@ def paraphrases(text: str) -> list[str]:
     return [p.format(a=a, b=b) for p in PARAPHRASES]
 
 
-def instruction_rows(own: str) -> dict[str, list[str]]:
-    """row -> the instructions a success of ``own`` is judged under."""
-    others = [t for t in BASKET_TEXTS if t != own]
+def instruction_rows(own: str, suite_texts: Sequence[str]) -> dict[str, list[str]]:
+    """row -> the instructions a success of ``own`` is judged under: every other text of its suite,
+    and the paraphrases of the other basket pairs and of its own."""
+    others = [t for t in suite_texts if t != own]
     return {
-        "other_task": [*others, *LIBERO_10_OTHERS],
-        "other_paraphrase": [p for t in others for p in paraphrases(t)],
+        "other_task": others,
+        "other_paraphrase": [p for t in others if pair_of(t) is not None for p in paraphrases(t)],
         "own_paraphrase": paraphrases(own),
     }
 
@@ -100,9 +87,7 @@ def reward_eval(*args: str) -> None:
 
 def write_run(out: Path, episodes: Sequence[Any], note: str) -> Path:
     """``episodes`` (episode records, not judged) as a run dir; returns it."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_episode_log(Path(episode_log_path(str(out), "eval", 0)), list(episodes))
-    RunSettings(command="labelled-run", env_config=str(ENV_CONFIG), details={"note": note}).write(out)
+    write_records_run(out, episodes, {"note": note})
     return out
 
 
@@ -173,10 +158,15 @@ def fresh_rows(fresh: Path, rows: list[dict[str, Any]], trained: set[tuple[int, 
 def instruction_audit(
     successes: Sequence[Any], out: Path, model: str, env_config: Path | None
 ) -> dict[str, Any]:
-    """Each success under the instructions of :func:`instruction_rows`, rescored as one run per row."""
+    """Each success under the instructions of :func:`instruction_rows` (libero_10's texts), rescored
+    as one run per row."""
+    suite_texts = [task.instruction for task in libero_suite_tasks("libero_10").values()]
     result = {}
     for row in ("other_task", "other_paraphrase", "own_paraphrase"):
-        made = [replace(r, task_text=t) for r in successes for t in instruction_rows(str(r.task_text))[row]]
+        rows = {
+            text: instruction_rows(text, suite_texts)[row] for text in {str(r.task_text) for r in successes}
+        }
+        made = [replace(r, task_text=t) for r in successes for t in rows[str(r.task_text)]]
         run = out / f"instructions-{row}"
         if not (run / "settings.json").is_file():
             write_run(run, made, f"successes under {row}")

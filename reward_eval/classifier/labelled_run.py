@@ -58,12 +58,18 @@ def records(labelled_set: LabelledSet, split: str) -> list[EpisodeRecord]:
 
 def write_run(labelled_set: LabelledSet, split: str, out: Path) -> Path:
     """The run dir of ``split`` in ``out`` (see the module docstring); returns its episode log."""
+    details = {"data": str(labelled_set.root), "split": split, "suite": labelled_set.settings.get("suite")}
+    return write_records_run(out, records(labelled_set, split), details)
+
+
+def write_records_run(out: Path, episodes: Sequence[EpisodeRecord], details: dict[str, object]) -> Path:
+    """``episodes`` (not judged) as the run dir ``out``, ``details`` in its settings; returns its
+    episode log. A dir that already holds a log raises ``ValueError``: nothing is overwritten."""
     out.mkdir(parents=True, exist_ok=True)
     log = Path(episode_log_path(str(out), "eval", 0))
     if log.exists():
         raise ValueError(f"{out} already holds an episode log; pick a new run dir.")
-    write_episode_log(log, records(labelled_set, split))
-    details = {"data": str(labelled_set.root), "split": split, "suite": labelled_set.settings.get("suite")}
+    write_episode_log(log, list(episodes))
     RunSettings(command="labelled-run", env_config=str(ENV_CONFIG), details=details).write(out)
     return log
 
