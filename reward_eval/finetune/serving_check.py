@@ -38,6 +38,23 @@ from reward_eval.finetune.dataset import REENCODED, SENT, Example
 from reward_eval.finetune.metrics import separation
 
 
+def _compared(score: float | None, readout: float) -> dict[str, Any]:
+    """The trainer's ``readout`` beside the ``served`` score (``None``: the call failed) and their
+    absolute ``diff``: one row's comparison in either check."""
+    return {"trainer": readout, "served": score, "diff": None if score is None else abs(score - readout)}
+
+
+def _served_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Over rows of :func:`_compared`: the largest ``diff``, the failed calls and the training
+    classes' separation as served."""
+    scored = [r for r in rows if r["served"] is not None]
+    return {
+        "max_abs_diff": max((r["diff"] for r in scored), default=None),
+        "fallbacks": len(rows) - len(scored),
+        "separation": separation([r["served"] for r in scored], [r["label"] for r in scored]),
+    }
+
+
 def serving_check(
     served: Sequence[Mapping[str, Any]], trainer: Mapping[str, float], tolerance: float, backend: str
 ) -> dict[str, Any]:
@@ -48,30 +65,22 @@ def serving_check(
 
     ``served`` are the server's judged training examples (``video``, ``source``, ``label``,
     ``score``), ``trainer`` maps each example's video to the trainer's readout."""
-    rows = []
-    for judged in served:
-        score, readout = judged["score"], trainer[judged["video"]]
-        rows.append(
-            {
-                "video": Path(judged["video"]).name,
-                "source": judged["source"],
-                "label": judged["label"],
-                "trainer": readout,
-                "served": score,
-                "diff": None if score is None else abs(score - readout),
-            }
-        )
-    diffs = [r["diff"] for r in rows if r["diff"] is not None]
-    scored = [r for r in rows if r["served"] is not None]
-    largest = max(diffs) if diffs else None
-    fallbacks = len(rows) - len(scored)
+    rows = [
+        {
+            "video": Path(judged["video"]).name,
+            "source": judged["source"],
+            "label": judged["label"],
+            **_compared(judged["score"], trainer[judged["video"]]),
+        }
+        for judged in served
+    ]
+    summary = _served_summary(rows)
+    largest = summary["max_abs_diff"]
     return {
         "backend": backend,
         "tolerance": tolerance,
-        "max_abs_diff": largest,
-        "fallbacks": fallbacks,
-        "separation": separation([r["served"] for r in scored], [r["label"] for r in scored]),
-        "passed": bool(rows) and fallbacks == 0 and largest is not None and largest <= tolerance,
+        **summary,
+        "passed": bool(rows) and summary["fallbacks"] == 0 and largest is not None and largest <= tolerance,
         "examples": rows,
     }
 
@@ -158,9 +167,7 @@ def source_rows(
                 "video": judged["video"],
                 "source": judged["source"],
                 "label": judged["label"],
-                "trainer": readout,
-                "served": score,
-                "diff": None if score is None else abs(score - readout),
+                **_compared(score, readout),
                 "reencoded": again,
                 "codec_diff": abs(score - again) if both else None,
                 "same_verdict": (score >= threshold) == (again >= threshold) if both else None,
@@ -188,21 +195,22 @@ def source_check(
     if not (0.0 <= tolerance <= 1.0 and 0.0 <= threshold <= 1.0):
         raise ValueError(f"tolerance and threshold must lie in [0, 1], got {tolerance} and {threshold}.")
     rows = source_rows(served, trainer, reencoded, threshold)
-    scored = [r for r in rows if r["served"] is not None]
-    diffs = [r["diff"] for r in scored]
+    summary = _served_summary(rows)
+    summary["fallbacks"] += sum(r["reencoded"] is None for r in rows)
     codec = [r["codec_diff"] for r in rows if r["codec_diff"] is not None]
-    flips = [r for r in rows if r["same_verdict"] is False]
-    fallbacks = len(rows) - len(scored) + sum(r["reencoded"] is None for r in rows)
-    largest = max(diffs) if diffs else None
+    flips = sum(r["same_verdict"] is False for r in rows)
+    largest = summary["max_abs_diff"]
     return {
         "tolerance": tolerance,
         "threshold": threshold,
-        "max_abs_diff": largest,
+        **summary,
         "max_codec_diff": max(codec) if codec else None,
-        "codec_flips": len(flips),
-        "fallbacks": fallbacks,
-        "separation": separation([r["served"] for r in scored], [r["label"] for r in scored]),
-        "passed": bool(rows) and not fallbacks and not flips and largest is not None and largest <= tolerance,
+        "codec_flips": flips,
+        "passed": bool(rows)
+        and not summary["fallbacks"]
+        and not flips
+        and largest is not None
+        and largest <= tolerance,
         "examples": rows,
     }
 
