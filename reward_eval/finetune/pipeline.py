@@ -97,7 +97,7 @@ def load_judge(args: argparse.Namespace, family: Any, request: Request) -> Train
     import transformers
 
     from reward_eval.finetune.lora import default_targets, make_trainable
-    from vlm_reward.backends import vision_encoder
+    from vlm_reward.backends import video_positions, vision_encoder
     from vlm_reward.backends.hf_generation import limit_cpu_threads, torch_dtype
     from vlm_reward.judging.probability import AnswerTokens
 
@@ -109,6 +109,7 @@ def load_judge(args: argparse.Namespace, family: Any, request: Request) -> Train
         args.model, dtype=torch_dtype(torch, args.dtype, args.device)
     )
     vision_encoder.install(model)  # the server's vision encoder, so training sees what is served
+    video_positions.install(model)  # and its positions (time in them, as vLLM places a video)
     save_dtype = checkpoint_dtype(args.model, model.dtype)
     parameters = sum(p.numel() for p in model.parameters())
     method = defaults.resolve_method(args.method, parameters)

@@ -1,6 +1,7 @@
 """The VLM judge trained here: how it is made, what it is served, and its stamp.
 
-    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~18 min on 2 cores; writes CHECKPOINT
+    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~15 min on 2 cores; writes CHECKPOINT
+    .venv/bin/python -m reward_eval.trained_judge.recipe make --seed 1 --out DIR  # another training seed
     .venv/bin/python -m reward_eval.trained_judge.recipe check    # exit 1 if CHECKPOINT is stale
     .venv/bin/python -m reward_eval.trained_judge.recipe env-config OUT.yaml
 
@@ -15,7 +16,8 @@ it must read the instruction and the order of the frames; 40 epochs with a cosin
 longer than set-up may; ``make`` is the one command that wrote it.
 
 **Stamp.** :data:`STAMP_FILE` in :data:`CHECKPOINT` holds :func:`stamp`: a hash of the set's
-manifest, :data:`SIZE`'s size stamp, :data:`FINETUNE_OPTIONS` and :data:`REQUEST`. A test checks
+manifest, :data:`SIZE`'s size stamp, :data:`FINETUNE_OPTIONS`, :data:`REQUEST` and the video
+positions it was trained with (:data:`vlm_reward.backends.video_positions.LAYOUT`). A test checks
 it against the current ones, so a change of the data or the recipe without ``make`` fails the
 suite instead of shipping a judge the docs do not describe. The fine-tune's code is not in the
 stamp: a fine-tune is not bit-reproducible across CPUs, and its tests cover the code.
@@ -62,23 +64,34 @@ FINETUNE_OPTIONS: tuple[str, ...] = (
     "--lr-schedule",
     "cosine",
     "--epochs",
-    "40",
+    "60",
     "--seed",
     "0",
 )
 MAKE_TIMEOUT_S = 3 * 3600
 
 
-def stamp(data: Path = DEFAULT_DATA_DIR) -> str:
-    """The hash of everything the shipped judge was made from (see the module docstring)."""
+def with_seed(seed: int | None) -> tuple[str, ...]:
+    """:data:`FINETUNE_OPTIONS` with its ``--seed`` set to ``seed`` (``None``: as they are)."""
+    if seed is None:
+        return FINETUNE_OPTIONS
+    at = FINETUNE_OPTIONS.index("--seed") + 1
+    return (*FINETUNE_OPTIONS[:at], str(seed), *FINETUNE_OPTIONS[at + 1 :])
+
+
+def stamp(data: Path = DEFAULT_DATA_DIR, options: Sequence[str] | None = None) -> str:
+    """The hash of everything a judge was made from (see the module docstring); ``options``: the
+    fine-tune's, the recipe's unless another seed made it."""
+    from vlm_reward.backends.video_positions import LAYOUT
     from vlm_reward.tools.checkpoint_size import checkpoint_size
     from vlm_reward.tools.tiny_checkpoint import size_stamp
 
     digest = hashlib.sha256((data / MANIFEST).read_bytes())
     recipe = {
         "size": size_stamp(FAMILY, checkpoint_size(SIZE)),
-        "options": list(FINETUNE_OPTIONS),
+        "options": list(FINETUNE_OPTIONS if options is None else options),
         "request": dict(REQUEST),
+        "positions": LAYOUT,
     }
     digest.update(json.dumps(recipe, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()
@@ -105,8 +118,15 @@ def env_config(out: Path, base: Path = ENV_CONFIG) -> Path:
     return out
 
 
-def finetune_command(base: Path, out: Path, config: Path, data: Path = DEFAULT_DATA_DIR) -> list[str]:
-    """The fine-tune that makes the judge from the base checkpoint ``base`` into ``out``."""
+def finetune_command(
+    base: Path,
+    out: Path,
+    config: Path,
+    data: Path = DEFAULT_DATA_DIR,
+    options: Sequence[str] | None = None,
+) -> list[str]:
+    """The fine-tune that makes the judge from the base checkpoint ``base`` into ``out`` (with
+    ``options``, the recipe's :data:`FINETUNE_OPTIONS` by default)."""
     return [
         sys.executable,
         "-m",
@@ -121,13 +141,15 @@ def finetune_command(base: Path, out: Path, config: Path, data: Path = DEFAULT_D
         "--overwrite",
         "--env-config",
         str(config),
-        *FINETUNE_OPTIONS,
+        *(FINETUNE_OPTIONS if options is None else options),
     ]
 
 
-def make(checkpoint: Path = CHECKPOINT) -> int:
-    """Build the base, fine-tune it, and replace ``checkpoint`` with the result and its stamp; the
-    fine-tune's exit status (``checkpoint`` is left as it was unless it is 0)."""
+def make(checkpoint: Path = CHECKPOINT, seed: int | None = None) -> int:
+    """Build the base, fine-tune it (at training seed ``seed``, the recipe's by default), and replace
+    ``checkpoint`` with the result and its stamp; the fine-tune's exit status (``checkpoint`` is left
+    as it was unless it is 0). The base is the same at every training seed."""
+    options = with_seed(seed)
     from vlm_reward.tools.tiny_checkpoint import build_tiny_checkpoint
 
     with tempfile.TemporaryDirectory(prefix="trained-judge-") as tmp:
@@ -135,38 +157,42 @@ def make(checkpoint: Path = CHECKPOINT) -> int:
         base = build_tiny_checkpoint(work / "base", FAMILY, SIZE)
         config = env_config(work / "judge_env.yaml")
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        command = finetune_command(base, work / "judge", config)
+        command = finetune_command(base, work / "judge", config, options=options)
         status = subprocess.run(command, env=env, timeout=MAKE_TIMEOUT_S, check=False).returncode
         if status != 0:
             return status
-        install(work / "judge", checkpoint)
+        install(work / "judge", checkpoint, options)
     return 0
 
 
-def install(judge: Path, checkpoint: Path) -> None:
+def install(judge: Path, checkpoint: Path, options: Sequence[str] | None = None) -> None:
     """Copy the fine-tuned judge's files (the model, the processor, ``finetune.json``; not its report,
     videos or training checkpoints, which are folders) into ``checkpoint``, emptied first, and write
-    its stamp."""
+    its stamp (of ``options``, the fine-tune's)."""
     if checkpoint.exists():
         shutil.rmtree(checkpoint)
     checkpoint.mkdir(parents=True)
     for path in judge.iterdir():
         if path.is_file():
             shutil.copy2(path, checkpoint / path.name)
-    (checkpoint / STAMP_FILE).write_text(stamp() + "\n", encoding="utf-8")
+    (checkpoint / STAMP_FILE).write_text(stamp(options=options) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI entry point (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("make", help="make the judge into the shipped checkpoint dir")
+    made = sub.add_parser("make", help="make the judge into the shipped checkpoint dir")
+    made.add_argument("--seed", type=int, help="another training seed (needs --out: not the shipped judge)")
+    made.add_argument("--out", type=Path, help="where the judge goes (default: the shipped checkpoint dir)")
     sub.add_parser("check", help="exit 1 if the shipped judge's stamp is not the current recipe's")
     env = sub.add_parser("env-config", help="write the env YAML the judge is served with")
     env.add_argument("out", type=Path)
     args = p.parse_args(argv)
     if args.command == "make":
-        return make()
+        if args.seed is not None and args.out is None:
+            p.error("make --seed makes a judge other than the shipped one: give --out DIR too.")
+        return make(args.out or CHECKPOINT, args.seed)
     if args.command == "env-config":
         print(env_config(args.out))
         return 0

@@ -38,7 +38,9 @@ each thread with its own copy of the processor, so a batch's videos are prepared
 each other and with the batch before; the per-job outputs are joined into the processor's batch
 (:mod:`vlm_reward.backends.input_batch`). The model's vision encoder runs the project's own
 attention and patch embedding (:mod:`vlm_reward.backends.vision_encoder`): one attention call per
-window length instead of one per window.
+window length instead of one per window. A Qwen2.5-VL places a video's frames in time as vLLM does
+(:mod:`vlm_reward.backends.video_positions`; transformers 4.57 gives every frame pair of a 4-fps
+clip one temporal position), so a judge answers alike on both engines.
 """
 
 from __future__ import annotations
@@ -191,9 +193,10 @@ class QwenHFBackend(FamilyCheckpoint, RewardBackend):
         model = getattr(transformers, family.model_class).from_pretrained(
             self.model, dtype=torch_dtype(torch, self.dtype, self.device)
         )
-        from vlm_reward.backends import vision_encoder
+        from vlm_reward.backends import video_positions, vision_encoder
 
         vision_encoder.install(model)
+        video_positions.install(model)  # time in the video's positions, as on vLLM
         self._model = model.to(self.device).eval()
         self._processor = processor
         # Each preparing thread gets its own processor: a fast tokenizer is not thread-safe.

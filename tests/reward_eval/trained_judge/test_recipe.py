@@ -15,6 +15,7 @@ from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
 from reward_eval.job.env_config import load_env_config
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.trained_judge import recipe
+from vlm_reward.backends import video_positions
 
 
 def test_the_shipped_judge_is_what_its_recipe_makes_now() -> None:
@@ -29,8 +30,8 @@ def test_the_shipped_judge_is_what_its_recipe_makes_now() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    ["data", "options", "request", "size"],
-    ids=["a-new-manifest", "other-fine-tune-options", "another-request", "another-size"],
+    ["data", "options", "request", "size", "positions"],
+    ids=["a-new-manifest", "other-fine-tune-options", "another-request", "another-size", "other-positions"],
 )
 def test_the_stamp_moves_with_everything_that_made_the_judge(
     change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -46,8 +47,10 @@ def test_the_stamp_moves_with_everything_that_made_the_judge(
         monkeypatch.setattr(recipe, "FINETUNE_OPTIONS", (*recipe.FINETUNE_OPTIONS, "--grad-accum", "4"))
     elif change == "request":
         monkeypatch.setattr(recipe, "REQUEST", {**recipe.REQUEST, "max_pixels": 12544})
-    else:
+    elif change == "size":
         monkeypatch.setattr(recipe, "SIZE", "small")
+    else:
+        monkeypatch.setattr(video_positions, "LAYOUT", "transformers 4.57's: whole seconds per frame pair")
     assert recipe.stamp(data) != before
 
 
@@ -82,3 +85,18 @@ def test_a_made_judge_is_installed_with_its_files_and_stamp_only(tmp_path: Path)
         ["model.safetensors", "config.json", "finetune.json", recipe.STAMP_FILE]
     )
     assert recipe.shipped_stamp(target) == recipe.stamp()
+
+
+def test_another_training_seed_changes_only_the_seed_and_needs_a_place_of_its_own(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    options = recipe.with_seed(1)
+    at = options.index("--seed")
+    assert options[at + 1] == "1" and options[:at] + options[at + 2 :] == tuple(
+        o for i, o in enumerate(recipe.FINETUNE_OPTIONS) if i not in (at, at + 1)
+    )
+    assert recipe.with_seed(None) == recipe.FINETUNE_OPTIONS
+    assert recipe.stamp(options=options) != recipe.stamp()
+    with pytest.raises(SystemExit) as exit_info:
+        recipe.main(["make", "--seed", "1"])
+    assert exit_info.value.code == 2 and "give --out DIR too" in capsys.readouterr().err
