@@ -50,10 +50,10 @@ STAMP_FILE = "recipe-stamp"
 FAMILY = "qwen2_5_vl"
 SIZE = "tiny"
 REQUEST: Mapping[str, Any] = {"nframes": 16, "max_pixels": 19600}
-# The engine that serves it in the learning comparison: the one it was trained through. vLLM's answers
-# do not match qwen_vl_hf's for this judge (benchmark 21: five of the ten test successes it scores
-# 0.98 on qwen_vl_hf score 0.016 on qwen_vl_vllm), so it is not served by vLLM until that is found.
-BACKEND = "qwen_vl_hf"
+# The engine that serves it in the learning comparison: vLLM, the mission's engine. Its verdicts
+# equal qwen_vl_hf's (benchmark 21) now that both place the video's frames alike in time
+# (vlm_reward/backends/video_positions.py).
+BACKEND = "qwen_vl_vllm"
 FINETUNE_OPTIONS: tuple[str, ...] = (
     "--counterfactuals",
     "reversed,frozen,clipped,shuffled,wrong_task",

@@ -38,6 +38,7 @@ from reward_eval.classifier import setup_checkpoint
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
 from reward_eval.job.paths import REPO
 from reward_eval.trained_judge.recipe import BACKEND as TRAINED_VLM_BACKEND
+from vlm_reward.tools.runtime import server_python
 from vlm_reward.tools.server_process import RewardServerProcess, backend_args
 
 NEAR_MISS_DATA = setup_checkpoint.CHECKPOINT.parent / "data_near_miss"
@@ -206,7 +207,8 @@ def serving(name: str, judges_dir: Path, log_path: Path) -> Iterator[RewardServe
     videos = judges_dir / "videos"
     videos.mkdir(parents=True, exist_ok=True)
     args = backend_args(judge.backend, str(model), videos, judge.backend_kwargs(judges_dir))
-    server = RewardServerProcess(args, log_path, plugins=judge.plugins)
+    # A vLLM backend runs on the vLLM venv's interpreter, the others on this one.
+    server = RewardServerProcess(args, log_path, python=server_python(judge.backend), plugins=judge.plugins)
     try:
         yield server
     finally:

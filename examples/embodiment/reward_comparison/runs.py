@@ -81,7 +81,7 @@ RUNS: dict[str, RunSpec] = {
         RunSpec(
             "vlm",
             "the VLM judge trained here on simulator labels (reward_eval/trained_judge), a 0/1 reward "
-            "at 0.5, served as it was trained",
+            "at 0.5, served by vLLM at the size it was trained at",
             judge="vlm",
             reward_model={**_JUDGED, **_TRAINED_VLM},
         ),

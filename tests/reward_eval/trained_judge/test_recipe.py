@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from examples.embodiment.reward_comparison import judges
 from examples.embodiment.reward_comparison.judges import JUDGES
 from examples.embodiment.reward_comparison.runs import RUNS
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
 from reward_eval.job.env_config import load_env_config
 from reward_eval.job.paths import ENV_CONFIG
 from reward_eval.trained_judge import recipe
+from tests.support.vllm_venv import fake_venv
 from vlm_reward.backends import video_positions
 
 
@@ -100,3 +102,24 @@ def test_another_training_seed_changes_only_the_seed_and_needs_a_place_of_its_ow
     with pytest.raises(SystemExit) as exit_info:
         recipe.main(["make", "--seed", "1"])
     assert exit_info.value.code == 2 and "give --out DIR too" in capsys.readouterr().err
+
+
+def test_the_comparisons_vlm_judge_runs_on_the_vllm_venv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    venv = fake_venv(tmp_path / "venv")
+    monkeypatch.setenv("VLLM_VENV", str(venv))
+    started: dict[str, object] = {}
+
+    class Recorder:
+        def __init__(self, args: list[str], log_path: Path, *, python: str, plugins: tuple[str, ...]) -> None:
+            started.update(args=args, python=python)
+
+        def stop(self) -> None:
+            started["stopped"] = True
+
+    monkeypatch.setattr(judges, "RewardServerProcess", Recorder)
+    with judges.serving("vlm", tmp_path / "judges", tmp_path / "server.log"):
+        pass
+    assert started["python"] == str(venv / "bin" / "python") and started["stopped"]
+    assert recipe.BACKEND in started["args"] and str(recipe.CHECKPOINT) in started["args"]
