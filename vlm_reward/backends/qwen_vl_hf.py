@@ -39,8 +39,7 @@ each other and with the batch before; the per-job outputs are joined into the pr
 (:mod:`vlm_reward.backends.input_batch`). The model's vision encoder runs the project's own
 attention and patch embedding (:mod:`vlm_reward.backends.vision_encoder`): one attention call per
 window length instead of one per window. A Qwen2.5-VL places a video's frames in time as vLLM does
-(:mod:`vlm_reward.backends.video_positions`; transformers 4.57 gives every frame pair of a 4-fps
-clip one temporal position), so a judge answers alike on both engines.
+(:mod:`vlm_reward.backends.video_positions`), so a judge answers alike on both engines.
 """
 
 from __future__ import annotations

@@ -20,12 +20,14 @@ The layout (:data:`LAYOUT`), per sequence, padding left out:
   position) is the sequence's last position + 1 - the padded length.
 
 Which transformers: the ``get_rope_index(input_ids, image_grid_thw, video_grid_thw,
-second_per_grid_ts, attention_mask)`` signature of 4.51-4.57 (the project's pin is 4.57.6). Qwen3-VL
-writes each frame's timestamp into the prompt instead and is left as it is.
+second_per_grid_ts, attention_mask)`` method of 4.51-4.57 (the main venv's pin is 4.57.6). transformers
+5 (the vLLM venv's) has another signature and its own positions; :func:`install` leaves it as it is
+(:data:`SIGNATURE`), as it leaves Qwen3-VL, which writes each frame's timestamp into the prompt.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import types
 from collections.abc import Iterator, Sequence
@@ -36,14 +38,20 @@ import torch
 # Part of the trained judge's stamp: a judge trained with other positions is another judge.
 LAYOUT = "qwen2.5-vl m-rope, temporal index floor(k * second_per_grid_t * tokens_per_second)"
 FAMILIES = ("qwen2_5_vl",)  # the config model types whose positions this defines
+# The parameters of the method :func:`rope_index` stands in for (transformers 4.51-4.57).
+SIGNATURE = ("self", "input_ids", "image_grid_thw", "video_grid_thw", "second_per_grid_ts", "attention_mask")
 
 
 def install(model: Any) -> bool:
     """Make the loaded ``model`` (a ``Qwen2_5_VLForConditionalGeneration``, LoRA-wrapped or not)
-    compute its positions with :func:`rope_index`; ``False`` (nothing changed) for other families.
-    Only this instance changes, nothing in the installed transformers."""
+    compute its positions with :func:`rope_index`; ``False`` (nothing changed) for other families
+    and for a transformers whose method has another signature. Only this instance changes, nothing
+    in the installed transformers."""
     inner = model.get_base_model() if hasattr(model, "get_base_model") else model
     if getattr(inner.config, "model_type", None) not in FAMILIES:
+        return False
+    method = getattr(type(inner.model), "get_rope_index", None)
+    if method is None or tuple(inspect.signature(method).parameters) != SIGNATURE:
         return False
     inner.model.get_rope_index = types.MethodType(rope_index, inner.model)
     return True
