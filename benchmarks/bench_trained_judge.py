@@ -161,12 +161,10 @@ def instruction_audit(
     """Each success under the instructions of :func:`instruction_rows` (libero_10's texts), rescored
     as one run per row."""
     suite_texts = [task.instruction for task in libero_suite_tasks("libero_10").values()]
+    texts = {str(r.task_text): instruction_rows(str(r.task_text), suite_texts) for r in successes}
     result = {}
     for row in ("other_task", "other_paraphrase", "own_paraphrase"):
-        rows = {
-            text: instruction_rows(text, suite_texts)[row] for text in {str(r.task_text) for r in successes}
-        }
-        made = [replace(r, task_text=t) for r in successes for t in rows[str(r.task_text)]]
+        made = [replace(r, task_text=t) for r in successes for t in texts[str(r.task_text)][row]]
         run = out / f"instructions-{row}"
         if not (run / "settings.json").is_file():
             write_run(run, made, f"successes under {row}")

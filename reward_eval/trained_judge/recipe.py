@@ -1,6 +1,6 @@
 """The VLM judge trained here: how it is made, what it is served, and its stamp.
 
-    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~15 min on 2 cores; writes CHECKPOINT
+    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~17 min on 2 cores; writes CHECKPOINT
     .venv/bin/python -m reward_eval.trained_judge.recipe make --seed 1 --out DIR  # another training seed
     .venv/bin/python -m reward_eval.trained_judge.recipe check    # exit 1 if CHECKPOINT is stale
     .venv/bin/python -m reward_eval.trained_judge.recipe env-config OUT.yaml
@@ -10,8 +10,9 @@ random weights from a fixed seed, built offline), fully fine-tuned by ``reward-e
 --data`` on the shipped labelled set (``reward_eval/classifier/data``: its train split trains,
 held_out chose these settings, test only reports) with :data:`FINETUNE_OPTIONS`: the audit's
 counterfactuals of every success and four wrong instructions each (none a libero_10 text), so that
-it must read the instruction and the order of the frames; 40 epochs with a cosine learning rate
-(a constant one left the loss bouncing and the encoding deciding three training episodes). It is shipped in
+it must read the instruction and the order of the frames; 60 epochs with a cosine learning rate
+(a constant one left the loss bouncing and the encoding deciding three training episodes; 40 left
+one decided by it). It is shipped in
 :data:`CHECKPOINT` (weights, processor, the fine-tune's ``finetune.json``), because making it takes
 longer than set-up may; ``make`` is the one command that wrote it.
 
