@@ -8,9 +8,10 @@ import sys
 import time
 from collections.abc import Callable
 
+import psutil
 import pytest
 
-from tests.support.listeners import PROBE_MARK, Listener, ListenerWatch, is_ray, parse_table
+from tests.support.listeners import PROBE_MARK, Listener, ListenerWatch, command_line, is_ray, parse_table
 
 REST = "00000000:00000000 00:00000000 00000000 0 0 11 1 0000000000000000 100 0 0 10 0"  # queues..inode 11
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
@@ -120,3 +121,32 @@ def test_a_process_that_loads_ray_is_ray_s() -> None:
     """A Ray driver (a training run, a dry run) listens on all addresses for Ray's own cluster."""
     watch = _poll_while_listening(lambda: _server("0.0.0.0", preload="import ray._raylet; "))
     assert watch.found == []
+
+
+class _Process:
+    """A psutil process as seen at one moment: its command line, or an error reading it."""
+
+    def __init__(self, argv: list[str] | Exception) -> None:
+        self.argv = argv
+
+    def cmdline(self) -> list[str]:
+        if isinstance(self.argv, Exception):
+            raise self.argv
+        return self.argv
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["python", "-m", "vlm_reward.libero_reward_server"], "python -m vlm_reward.libero_reward_server"),
+        ([], None),
+        (psutil.NoSuchProcess(1), None),
+    ],
+    ids=["running", "exiting", "gone"],
+)
+def test_an_exiting_owner_is_not_told_apart_from_a_gone_one(
+    argv: list[str] | Exception, command: str | None
+) -> None:
+    """A server killed as the watch looks still holds its socket after its command line is freed
+    (a Ray-loading probe was once reported as "python" so): it is skipped, as a gone one is."""
+    assert command_line(_Process(argv)) == command

@@ -96,6 +96,16 @@ def owner(inode: int, candidates: Iterable[psutil.Process]) -> psutil.Process | 
     return None
 
 
+def command_line(process: psutil.Process) -> str | None:
+    """``process``'s command line, ``None`` once it is exiting: the kernel frees an exiting
+    process's memory (its command line, its mapped libraries) before it closes its files, so for a
+    moment it still holds its sockets with nothing left to tell whose they were."""
+    try:
+        return " ".join(process.cmdline()) or None
+    except psutil.Error:
+        return None
+
+
 def is_ray(command: str) -> bool:
     """Whether a command line is one of Ray's daemons or workers (see the module docstring)."""
     return any(mark in command for mark in RAY_MARKS)
@@ -149,11 +159,8 @@ class ListenerWatch:
         candidates = [me, *me.children(recursive=True)]
         for socket in outside:
             process = owner(socket.inode, candidates)
-            if process is None:
-                continue  # gone already, or not ours (the other part of the suite, another program)
-            try:
-                command = " ".join(process.cmdline()) or process.name()
-            except psutil.Error:
-                continue
+            command = None if process is None else command_line(process)
+            if command is None:
+                continue  # gone or going, or not ours (the other part of the suite, another program)
             if not any(mark in command for mark in self._ignore) and not loads_ray(process.pid):
                 self.found.append(OffLoopback(socket, process.pid, command[:200], self._current_test()))
