@@ -8,6 +8,11 @@ set, then :data:`RESET_NOOPS` no-op actions with the gripper open (``reset_gripp
 project's env YAML). RLinf 0.3.0 writes the 15 as a literal in ``LiberoEnv.reset``; this is the
 project's one copy of it.
 
+Beyond LIBERO's 50 initial states of a task (its trials ``0..49``), trial ``SAMPLED_TRIAL0 + i``
+is a state :func:`sampled_state` draws: the task's objects placed by the task's own placement
+sampler (the distribution LIBERO drew its 50 from), seeded by the trial id, so that a judge can
+train on more initial states than LIBERO ships without touching the ones it is measured on.
+
 The simulator's verdict on a state (:func:`goal_verdict`) is LIBERO's own: ``_check_success()``
 (the AND of ``_eval_predicate`` over ``parsed_problem["goal_state"]``) and the fraction of those
 goal predicates that hold (the simulator's progress: for the basket tasks 0, 0.5 or 1).
@@ -24,6 +29,7 @@ import numpy as np
 
 RESET_NOOPS = 15  # LiberoEnv.reset steps this many no-op actions after setting the init state
 NOOP = np.array([0, 0, 0, 0, 0, 0, -1.0])  # no motion, gripper open (reset_gripper_open)
+SAMPLED_TRIAL0 = 1000  # the first sampled trial: far above any LIBERO suite's trial count
 
 
 def task_files(suite: str, task_id: int) -> tuple[str, str]:
@@ -39,6 +45,27 @@ def init_states(suite: str, task_id: int) -> np.ndarray:
     from libero.libero import benchmark
 
     return benchmark.get_benchmark_dict()[suite]().get_task_init_states(task_id)
+
+
+def initial_state(env: Any, states: np.ndarray, trial: int) -> np.ndarray:
+    """Trial ``trial``'s initial state: LIBERO's ``states[trial]``, or a sampled one from
+    :data:`SAMPLED_TRIAL0` on; ``ValueError`` for a trial that is neither."""
+    if 0 <= trial < len(states):
+        return states[trial]
+    if trial >= SAMPLED_TRIAL0:
+        return sampled_state(env, trial)
+    raise ValueError(
+        f"trial {trial} is neither one of LIBERO's {len(states)} initial states (0..{len(states) - 1}) "
+        f"nor a sampled one ({SAMPLED_TRIAL0} on)."
+    )
+
+
+def sampled_state(env: Any, seed: int) -> np.ndarray:
+    """A new initial state of ``env``'s task: the env seeded with ``seed`` and reset, which places
+    its objects by the task's placement sampler; the flattened simulator state, as LIBERO's are."""
+    env.seed(seed)
+    env.reset()
+    return np.asarray(env.env.sim.get_state().flatten()).copy()
 
 
 def headless_env(bddl: str) -> Any:

@@ -8,7 +8,11 @@ dropping its last object at each phase (near misses: one object in the basket, t
 expert with action noise 0.2 (mostly failures), and the random policy (other policies' failures).
 ``--variants near_miss`` turns two of the five clean experts into the expert letting each object
 go at a point jittered by 7 cm (on the rim or beside the basket when it misses: the learning
-comparison's kind of near miss, which the default set has none of). Each episode is played
+comparison's kind of near miss, which the default set has none of). ``--sampled`` plays states the
+task's placement sampler draws (trials 1000 on, :func:`reward_eval.libero_task.initial_state`)
+instead of LIBERO's 50, and ``--train-only`` puts every state in the train split: together they make
+a set to train on beside another (``reward-eval finetune --data A --data B``) that shares no initial
+state with it. Each episode is played
 without cameras and only its kept frames are rendered (:mod:`reward_eval.classifier.simulation`):
 the ``nframes`` frames the env's client would send a judge, and for a success six more over the
 48 steps after it. Every frame is labelled by the simulator
@@ -48,6 +52,7 @@ from reward_eval.classifier.labelled_set import (  # noqa: E402
 )
 from reward_eval.classifier.simulation import LabelledScene, Trajectory  # noqa: E402
 from reward_eval.job.main_job import MAIN_JOB  # noqa: E402
+from reward_eval.libero_task import SAMPLED_TRIAL0  # noqa: E402
 from vlm_reward.frames import evenly_spaced  # noqa: E402
 from vlm_reward.protocol import DEFAULT_NFRAMES, DEFAULT_VIDEO_FPS  # noqa: E402
 from vlm_reward.video_io import encode_mp4  # noqa: E402
@@ -139,6 +144,8 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_steps": MAX_STEPS,
         "nframes": DEFAULT_NFRAMES,
         "after": [AFTER_STEPS, AFTER_EVERY],
+        "sampled": args.sampled,
+        "train_only": args.train_only,
         "holdout_fraction": HOLDOUT_FRACTION,
         "test_fraction": TEST_FRACTION,
         "variant_table": args.variants,
@@ -155,23 +162,36 @@ def resumed(progress: Path) -> dict[tuple[int, int], LabelledEpisode]:
     return {e.state: e for e in episodes}
 
 
-def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
-    """Every episode of the set, task by task (one simulator process), resuming from ``PROGRESS``."""
-    states = [(task, trial) for task in args.tasks for trial in range(args.trials)]
-    variants = VARIANT_TABLES[args.variants]
+def trials(args: argparse.Namespace) -> range:
+    """Each task's trials: LIBERO's first ``--trials``, or as many sampled ones with ``--sampled``."""
+    first = SAMPLED_TRIAL0 if args.sampled else 0
+    return range(first, first + args.trials)
+
+
+def splits(args: argparse.Namespace, states: Sequence[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """Each state's split: drawn (:func:`choose_held_out`, :func:`choose_test`), or all train."""
+    if args.train_only:
+        return dict.fromkeys(states, "train")
     held = choose_held_out(states, HOLDOUT_FRACTION, args.seed)
     test = choose_test(held, TEST_FRACTION, args.seed)
+    return {s: "test" if s in test else "held_out" if s in held else "train" for s in states}
+
+
+def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
+    """Every episode of the set, task by task (one simulator process), resuming from ``PROGRESS``."""
+    states = [(task, trial) for task in args.tasks for trial in trials(args)]
+    variants = VARIANT_TABLES[args.variants]
+    split_of = splits(args, states)
     progress = args.out / PROGRESS
     done = resumed(progress)
     start = time.perf_counter()
     for task in args.tasks:
-        todo = [trial for trial in range(args.trials) if (task, trial) not in done]
+        todo = [trial for trial in trials(args) if (task, trial) not in done]
         if not todo:
             continue
         scene = LabelledScene(SUITE, task, args.camera)
         for trial in todo:
-            split = "test" if (task, trial) in test else "held_out" if (task, trial) in held else "train"
-            episode = make_episode(scene, task, trial, args.seed, args.out, split, variants)
+            episode = make_episode(scene, task, trial, args.seed, args.out, split_of[task, trial], variants)
             done[episode.state] = episode
             with progress.open("a") as f:
                 f.write(json.dumps(episode.to_json()) + "\n")
@@ -192,6 +212,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--camera", type=int, default=128, help="render size in px (the env's camera_heights)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the split and every policy")
+    parser.add_argument(
+        "--sampled", action="store_true", help=f"states sampled by the task (trials {SAMPLED_TRIAL0} on)"
+    )
+    parser.add_argument("--train-only", action="store_true", help="every state in the train split")
     parser.add_argument(
         "--variants",
         choices=sorted(VARIANT_TABLES),

@@ -1,4 +1,4 @@
-"""A labelled frame set as the fine-tune's data (``reward-eval finetune --data DIR``).
+"""A labelled frame set as the fine-tune's data (``reward-eval finetune --data DIR``, repeatable).
 
 The set (:mod:`reward_eval.classifier.labelled_set`, the one ``train-classifier`` reads) is
 simulator-labelled LIBERO episodes, each as the env's client would send it to a judge: its
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reward_eval.classifier.labelled_set import LabelledSet, load_set
+from reward_eval.classifier.labelled_set import LabelledSet, check_split, load_set
 from reward_eval.finetune.dataset import TRAIN, DataError
 from reward_eval.finetune.sources import DataSource
 
@@ -45,18 +45,19 @@ class SetEpisode:
     split: str
 
 
-def set_episodes(labelled: LabelledSet) -> list[SetEpisode]:
-    """The set's episodes in manifest order, each keyed by its served MP4's name and grouped by
-    its initial state ``(task, trial)``."""
+def set_episodes(labelled: LabelledSet, prefix: str = "set", first_index: int = 0) -> list[SetEpisode]:
+    """The set's episodes in manifest order, each keyed by its served MP4's name under ``prefix``,
+    grouped by its initial state ``(task, trial)`` and numbered from ``first_index`` (the seed of
+    its wrong instructions)."""
     return [
         SetEpisode(
-            key=f"set/{Path(e.served.video).stem}",
+            key=f"{prefix}/{Path(e.served.video).stem}",
             group=f"state:{e.task_id}:{e.trial_id}",
             video=str(labelled.path(e.served)),
             task_id=e.task_id,
             task_text=e.task_text,
             native_success=e.native_success,
-            seed_index=i,
+            seed_index=first_index + i,
             split=e.split,
         )
         for i, e in enumerate(labelled.episodes)
@@ -97,10 +98,23 @@ def set_summary(labelled: LabelledSet, episodes: Sequence[SetEpisode]) -> Mappin
     return {"dir": str(labelled.root), "settings": dict(labelled.settings), "episodes_by_split": counts}
 
 
-def labelled_source(root: Path) -> DataSource:
-    """The fine-tune's data from the labelled set in ``root`` (``finetune --data``)."""
-    labelled = read_set(root)
-    episodes = set_episodes(labelled)
-    record = set_summary(labelled, episodes)
-    suite = str(labelled.settings.get("suite") or "")
-    return DataSource(episodes, set_splits(episodes), suite_hard_negatives(labelled), suite, record)
+def labelled_source(roots: Sequence[Path]) -> DataSource:
+    """The fine-tune's data from the labelled sets in ``roots`` (``finetune --data``, repeatable):
+    the first set's keys are ``set/<video>``, the n-th's ``set<n>/<video>``. A
+    :class:`~reward_eval.finetune.dataset.DataError` if the sets record different suites or put an
+    initial state on different splits."""
+    sets = [read_set(root) for root in roots]
+    episodes: list[SetEpisode] = []
+    for n, labelled in enumerate(sets):
+        episodes += set_episodes(labelled, f"set{n or ''}", len(episodes))
+    suites = {str(labelled.settings.get("suite") or "") for labelled in sets}
+    if len(suites) > 1:
+        named = ", ".join(sorted(suites))
+        raise DataError(f"--data: the sets record different suites ({named}); give sets of one.")
+    try:
+        check_split([e for labelled in sets for e in labelled.episodes])
+    except ValueError as exc:
+        raise DataError(f"--data: {exc}") from None
+    records = [set_summary(labelled, set_episodes(labelled)) for labelled in sets]
+    record = records[0] if len(records) == 1 else {"sets": records}
+    return DataSource(episodes, set_splits(episodes), suite_hard_negatives(sets[0]), suites.pop(), record)

@@ -24,7 +24,14 @@ from typing import Any
 
 import numpy as np
 
-from reward_eval.libero_task import goal_verdict, headless_env, init_states, reset_to, task_files
+from reward_eval.libero_task import (
+    goal_verdict,
+    headless_env,
+    init_states,
+    initial_state,
+    reset_to,
+    task_files,
+)
 from reward_eval.policies import make_policy
 
 CHUNK = 8  # actions per policy call, as OpenVLA-OFT and the evaluation job
@@ -92,7 +99,7 @@ class LabelledScene:
         """Play one episode of ``policy`` from initial state ``trial`` to its first success or
         ``max_steps``, then ``after`` more steps if it succeeded; nothing is rendered."""
         env = self.physics
-        obs = reset_to(env, self.states[trial])
+        obs = reset_to(env, initial_state(env, self.states, trial))
         agent = make_policy(policy, seed=seed, **policy_kwargs)
         one = _OneEnv(self.language, [obs])
         agent.reset(one, {})

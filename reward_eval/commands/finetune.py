@@ -70,10 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--data",
         type=Path,
+        action="append",
         metavar="DIR",
         help="train on a labelled frame set instead of runs (the one train-classifier reads, e.g. "
         "reward_eval/classifier/data): its manifest's split, train trains, held_out measures, test is "
-        "reported apart",
+        "reported apart; repeat it to train on several sets at once (none may put an initial state on "
+        "another split than the others do)",
     )
     p.add_argument("--model", required=True, help="base checkpoint directory (Qwen2.5-VL or Qwen3-VL)")
     p.add_argument("--out", type=Path, required=True, help="the fine-tuned checkpoint directory to write")
@@ -229,7 +231,7 @@ def check_data_source(parser: argparse.ArgumentParser, args: argparse.Namespace)
     if bool(args.runs) == (args.data is not None):
         parser.error("give the run dirs to train on, or --data DIR for a labelled frame set (not both).")
     if args.data is not None:
-        args.data = args.data.resolve()
+        args.data = [path.resolve() for path in args.data]
         if args.holdout_tasks or args.holdout_fraction != defaults.DEFAULT_HOLDOUT_FRACTION:
             parser.error(
                 "--data trains on the labelled set's own split; drop --holdout-fraction and --holdout-tasks."
@@ -237,7 +239,7 @@ def check_data_source(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 
 def data_source(args: argparse.Namespace) -> Any:
-    """The runs' episodes, or the labelled set's with ``--data``."""
+    """The runs' episodes, or the labelled sets' with ``--data``."""
     if args.data is not None:
         from reward_eval.classifier.finetune_data import labelled_source
 

@@ -38,7 +38,7 @@ def base_summary(
         "base_model": str(args.model),
         "family": judge.family.model_type,
         "runs": [str(r) for r in args.runs],
-        "data_dir": None if args.data is None else str(args.data),
+        "data_dirs": [str(d) for d in args.data or ()],
         "data": data,
         "hyper_parameters": {
             "method": judge.method,
@@ -123,8 +123,8 @@ def _data_blocks(summary: Mapping[str, Any]) -> list[Block]:
         **data.get("by_frame_size", {}),
     }
     counts = [(k, str(v)) for k, v in by.items()]
-    if summary.get("data_dir"):
-        where = f"the labelled set {summary['data_dir']} (its own split by initial state)"
+    if summary.get("data_dirs"):
+        where = f"the labelled set(s) {', '.join(summary['data_dirs'])} (their own split by initial state)"
     else:
         where = f"{len(summary['runs'])} run(s)"
     return [

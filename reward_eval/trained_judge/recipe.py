@@ -1,23 +1,28 @@
 """The VLM judge trained here: how it is made, what it is served, and its stamp.
 
-    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~17 min on 2 cores; writes CHECKPOINT
+    .venv/bin/python -m reward_eval.trained_judge.recipe make     # ~21 min on 2 cores; writes CHECKPOINT
     .venv/bin/python -m reward_eval.trained_judge.recipe make --seed 1 --out DIR  # another training seed
     .venv/bin/python -m reward_eval.trained_judge.recipe check    # exit 1 if CHECKPOINT is stale
     .venv/bin/python -m reward_eval.trained_judge.recipe env-config OUT.yaml
 
 The judge is a Qwen2.5-VL of the real architecture at :data:`SIZE` (the checkpoint tool's preset,
 random weights from a fixed seed, built offline), fully fine-tuned by ``reward-eval finetune
---data`` on the shipped labelled set (``reward_eval/classifier/data``: its train split trains,
-held_out chose these settings, test only reports) with :data:`FINETUNE_OPTIONS`: the audit's
-counterfactuals of every success and four wrong instructions each (none a libero_10 text), so that
-it must read the instruction and the order of the frames; 60 epochs with a cosine learning rate
-(a constant one left the loss bouncing and the encoding deciding three training episodes; 40 left
-one decided by it). It is shipped in
-:data:`CHECKPOINT` (weights, processor, the fine-tune's ``finetune.json``), because making it takes
-longer than set-up may; ``make`` is the one command that wrote it.
+--data`` on :data:`DATA`: the shipped labelled set (``reward_eval/classifier/data``: its train
+split trains, held_out chose these settings, test only reports) and the judge's own set beside it
+(:data:`JUDGE_DATA`: 120 episodes of tasks 0, 1 and 7 from initial states the tasks' placement
+sampler drew, none of LIBERO's 50, all trained on; two in ten the expert letting each object go at
+a point jittered by 7 cm, the learning comparison's kind of near miss). The judge's own set is
+there because a judge trained on LIBERO's ~37 training states a task scored every episode of the
+learning comparison's policy, from task 0's held-out states, a failure. :data:`FINETUNE_OPTIONS`:
+the audit's counterfactuals of every success and four wrong instructions each (none a libero_10
+text), so that it must read the instruction and the order of the frames; 40 epochs with a cosine
+learning rate (a constant one left the loss bouncing and the encoding deciding three training
+episodes). It is shipped in :data:`CHECKPOINT` (weights, processor, the fine-tune's
+``finetune.json``), because making it takes longer than set-up may; ``make`` is the one command
+that wrote it.
 
-**Stamp.** :data:`STAMP_FILE` in :data:`CHECKPOINT` holds :func:`stamp`: a hash of the set's
-manifest, :data:`SIZE`'s size stamp, :data:`FINETUNE_OPTIONS`, :data:`REQUEST` and the video
+**Stamp.** :data:`STAMP_FILE` in :data:`CHECKPOINT` holds :func:`stamp`: a hash of the sets'
+manifests, :data:`SIZE`'s size stamp, :data:`FINETUNE_OPTIONS`, :data:`REQUEST` and the video
 positions it was trained with (:data:`vlm_reward.backends.video_positions.LAYOUT`). A test checks
 it against the current ones, so a change of the data or the recipe without ``make`` fails the
 suite instead of shipping a judge the docs do not describe. The fine-tune's code is not in the
@@ -47,6 +52,9 @@ from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, MANIFEST
 from reward_eval.job.paths import ENV_CONFIG, REPO
 
 CHECKPOINT = Path(__file__).resolve().parent / "trained-qwen2.5-vl"  # the name the tables show
+# scripts/make_classifier_data.py --out JUDGE_DATA --sampled --train-only --trials 40 --variants near_miss
+JUDGE_DATA = Path(__file__).resolve().parent / "data"
+DATA: tuple[Path, ...] = (DEFAULT_DATA_DIR, JUDGE_DATA)
 STAMP_FILE = "recipe-stamp"
 FAMILY = "qwen2_5_vl"
 SIZE = "tiny"
@@ -65,7 +73,7 @@ FINETUNE_OPTIONS: tuple[str, ...] = (
     "--lr-schedule",
     "cosine",
     "--epochs",
-    "60",
+    "40",
     "--seed",
     "0",
 )
@@ -80,14 +88,16 @@ def with_seed(seed: int | None) -> tuple[str, ...]:
     return (*FINETUNE_OPTIONS[:at], str(seed), *FINETUNE_OPTIONS[at + 1 :])
 
 
-def stamp(data: Path = DEFAULT_DATA_DIR, options: Sequence[str] | None = None) -> str:
+def stamp(data: Sequence[Path] = DATA, options: Sequence[str] | None = None) -> str:
     """The hash of everything a judge was made from (see the module docstring); ``options``: the
     fine-tune's, the recipe's unless another seed made it."""
     from vlm_reward.backends.video_positions import LAYOUT
     from vlm_reward.tools.checkpoint_size import checkpoint_size
     from vlm_reward.tools.tiny_checkpoint import size_stamp
 
-    digest = hashlib.sha256((data / MANIFEST).read_bytes())
+    digest = hashlib.sha256()
+    for root in data:
+        digest.update((root / MANIFEST).read_bytes())
     recipe = {
         "size": size_stamp(FAMILY, checkpoint_size(SIZE)),
         "options": list(FINETUNE_OPTIONS if options is None else options),
@@ -123,7 +133,7 @@ def finetune_command(
     base: Path,
     out: Path,
     config: Path,
-    data: Path = DEFAULT_DATA_DIR,
+    data: Sequence[Path] = DATA,
     options: Sequence[str] | None = None,
 ) -> list[str]:
     """The fine-tune that makes the judge from the base checkpoint ``base`` into ``out`` (with
@@ -133,8 +143,7 @@ def finetune_command(
         "-m",
         "reward_eval",
         "finetune",
-        "--data",
-        str(data),
+        *(arg for root in data for arg in ("--data", str(root))),
         "--model",
         str(base),
         "--out",

@@ -44,7 +44,9 @@ def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
 
 @pytest.mark.parametrize("name", TABLES, ids=TABLES)
 def test_the_manifest_names_its_table(name: str) -> None:
-    args = argparse.Namespace(tasks=[0], trials=2, camera=64, seed=0, variants=name)
+    args = argparse.Namespace(
+        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=False, train_only=False
+    )
     settings = script.settings(args)
     assert settings["variant_table"] == name
     assert settings["variants"] == [list(v) for v in script.VARIANT_TABLES[name]]
@@ -55,3 +57,28 @@ def test_an_unknown_table_is_named_with_the_valid_ones(capsys: pytest.CaptureFix
         script.main(["--variants", "lenient", "--out", "/nonexistent/never-made"])
     assert exit_info.value.code == 2
     assert "invalid choice: 'lenient' (choose from 'default', 'near_miss')" in capsys.readouterr().err
+
+
+STATE_CASES = [
+    ("libero", False, False, range(0, 40), {"train", "held_out", "test"}),
+    ("sampled-train-only", True, True, range(1000, 1040), {"train"}),
+    ("sampled-drawn", True, False, range(1000, 1040), {"train", "held_out", "test"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "sampled", "train_only", "trials", "sides"), STATE_CASES, ids=[c[0] for c in STATE_CASES]
+)
+def test_the_states_and_their_split(
+    name: str, sampled: bool, train_only: bool, trials: range, sides: set[str]
+) -> None:
+    """``--sampled`` plays the sampler's trials (1000 on), ``--train-only`` trains on every one; a
+    drawn split holds LIBERO's reserved states out, whichever states it draws from."""
+    from reward_eval.classifier.labelled_set import RESERVED_STATES
+
+    args = argparse.Namespace(tasks=[0, 1], trials=40, seed=0, sampled=sampled, train_only=train_only)
+    assert script.trials(args) == trials
+    states = [(task, trial) for task in args.tasks for trial in trials]
+    split_of = script.splits(args, states)
+    assert set(split_of) == set(states) and set(split_of.values()) == sides
+    assert all(split_of[s] != "train" for s in RESERVED_STATES if s in split_of)

@@ -7,9 +7,10 @@ The simulator renders through EGL in the calling process (the data script's ``La
 holds its envs in-process, unlike ``LiberoEnv``'s workers); a test process that later loads
 triton (torch's compiler, which RLinf's imports pull in) beside a freed EGL context segfaults. So
 the test runs this in a child and reads ``OUT_DIR/check.json``: the episodes (task 0: trial 10, the
-clean expert, a success; trial 9, the random policy, cut at 40 steps) and, for every kept frame, its
-label beside what LIBERO's own ``_check_success`` says after the episode is replayed from its seed
-and the camera env set to that frame's state.
+clean expert, a success; trial 1009, a state the task's placement sampler drew, the random policy,
+cut at 40 steps) and, for every kept frame, its label beside what LIBERO's own ``_check_success``
+says after the episode is replayed from its seed and the camera env set to that frame's state; and
+how far the sampled state is from LIBERO's nearest one and from itself drawn again.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_STEPS = (400, 40)  # the script's limit for the success; a short one for the random policy
+SAMPLED = 1009  # a sampled state (reward_eval.libero_task.SAMPLED_TRIAL0 on) the random policy plays
 
 
 def data_script():
@@ -33,12 +35,15 @@ def data_script():
 
 
 def main(out: Path) -> int:
+    import numpy as np
+
     from reward_eval.classifier.simulation import LabelledScene
+    from reward_eval.libero_task import initial_state
 
     script = data_script()
     scene = LabelledScene(script.SUITE, 0, 64)
     episodes, checks = [], []
-    for (trial, split), max_steps in zip([(10, "train"), (9, "held_out")], MAX_STEPS, strict=True):
+    for (trial, split), max_steps in zip([(10, "train"), (SAMPLED, "held_out")], MAX_STEPS, strict=True):
         script.MAX_STEPS = max_steps
         episode = script.make_episode(scene, 0, trial, 0, out, split)
         replay = scene.play(
@@ -49,8 +54,14 @@ def main(out: Path) -> int:
                 scene.camera.regenerate_obs_from_state(replay.states[step])
                 checks.append([label, bool(scene.camera.env._check_success()), fraction])
         episodes.append({**episode.to_json(), "replayed_end": replay.end})
+    sampled = [initial_state(scene.physics, scene.states, SAMPLED) for _ in range(2)]
+    distances = {
+        "to_libero": float(np.abs(scene.states - sampled[0]).max(axis=1).min()),
+        "redrawn": float(np.abs(sampled[1] - sampled[0]).max()),
+    }
     scene.close()
-    (out / "check.json").write_text(json.dumps({"episodes": episodes, "checks": checks}))
+    check = {"episodes": episodes, "checks": checks, "sampled": distances}
+    (out / "check.json").write_text(json.dumps(check))
     return 0
 
 

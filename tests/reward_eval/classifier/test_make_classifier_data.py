@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from reward_eval.classifier.labelled_set import RESERVED_STATES, LabelledEpisode, check_split, choose_held_out
+from reward_eval.libero_task import SAMPLED_TRIAL0
 from tests.support.server import REPO
 
 pytestmark = [pytest.mark.libero, pytest.mark.slow]
@@ -40,6 +41,13 @@ def test_variants_are_what_the_trials_say(made) -> None:
     assert success.native_success and not failure.native_success
     assert success.after is not None and failure.after is None
     assert failure.episode_length == 40
+
+
+def test_a_sampled_state_is_none_of_liberos_and_the_same_when_drawn_again(made) -> None:
+    _, (_, failure), check = made
+    assert failure.trial_id >= SAMPLED_TRIAL0
+    assert check["sampled"]["redrawn"] == 0.0
+    assert check["sampled"]["to_libero"] > 1e-3, "LIBERO's states differ from each other by ~0.06"
 
 
 def test_every_label_is_the_simulators_success_at_that_frames_state(made) -> None:

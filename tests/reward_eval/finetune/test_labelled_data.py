@@ -12,9 +12,18 @@ from pathlib import Path
 import pytest
 
 from reward_eval import cli
-from reward_eval.classifier.finetune_data import read_set, set_episodes, set_splits
+from reward_eval.classifier.finetune_data import labelled_source, read_set, set_episodes, set_splits
 from reward_eval.classifier.labelled_set import DEFAULT_DATA_DIR, RESERVED_STATES, load_set, write_manifest
-from reward_eval.finetune.dataset import HELD_OUT, REENCODED, SENT, TEST, TRAIN, build_examples, data_summary
+from reward_eval.finetune.dataset import (
+    HELD_OUT,
+    REENCODED,
+    SENT,
+    TEST,
+    TRAIN,
+    DataError,
+    build_examples,
+    data_summary,
+)
 
 
 def test_every_episode_of_the_shipped_set_keeps_the_manifests_split_label_and_text() -> None:
@@ -73,6 +82,48 @@ def test_the_sets_split_decides_which_examples_train_and_which_are_held_out_or_t
     )
     groups = data_summary(examples, [])["groups"]
     assert len(groups[TRAIN]) == 2 and len(groups[TEST]) == 2 and set(groups[TEST]) < set(groups[HELD_OUT])
+
+
+def moved(root: Path, source: Path, **change: object) -> Path:
+    """The set in ``source`` copied to ``root`` with every episode's fields (and its settings'
+    ``suite``, given as ``suite``) changed as ``change`` says."""
+    labelled = load_set(source)
+    suite = change.pop("suite", labelled.settings.get("suite"))
+    shutil.copytree(source, root)
+    episodes = [replace(e, **change) for e in labelled.episodes]
+    write_manifest(root, episodes, {**labelled.settings, "suite": suite})
+    return root
+
+
+def test_several_sets_train_together_each_keyed_apart(tmp_path: Path) -> None:
+    first = small_set(tmp_path / "a")
+    second = moved(tmp_path / "b", first, trial_id=1000, split=TRAIN)
+    source = labelled_source([first, second])
+    keys = [e.key for e in source.episodes]
+    assert len(keys) == len(set(keys)) == 12
+    assert keys[:6] == [e.key for e in set_episodes(read_set(first))]
+    assert all(k.startswith("set1/") for k in keys[6:])
+    assert [e.seed_index for e in source.episodes] == list(range(12))
+    assert source.splits == set_splits(source.episodes[:6]), "the second set only trains"
+    assert [r["episodes_by_split"] for r in source.record["sets"]] == [
+        {HELD_OUT: 2, TEST: 2, TRAIN: 2},
+        {TRAIN: 6},
+    ]
+
+
+DISAGREEING = [
+    ("a-state-on-two-splits", {"split": TEST}, r"initial states .* are in more than one split"),
+    ("two-suites", {"suite": "libero_goal"}, r"the sets record different suites \(libero_10, libero_goal\)"),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "message"), DISAGREEING, ids=[c[0] for c in DISAGREEING])
+def test_sets_that_disagree_are_refused_in_one_sentence(
+    tmp_path: Path, name: str, change: dict, message: str
+) -> None:
+    first = small_set(tmp_path / "a")
+    with pytest.raises(DataError, match=message):
+        labelled_source([first, moved(tmp_path / "b", first, **change)])
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:

@@ -39,12 +39,13 @@ def test_the_stamp_moves_with_everything_that_made_the_judge(
     change: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = recipe.stamp()
-    data = DEFAULT_DATA_DIR
+    data = recipe.DATA
     if change == "data":
-        data = tmp_path / "set"
-        data.mkdir()
-        shutil.copyfile(DEFAULT_DATA_DIR / MANIFEST, data / MANIFEST)
-        (data / MANIFEST).write_text((data / MANIFEST).read_text() + " ")
+        changed = tmp_path / "set"
+        changed.mkdir()
+        shutil.copyfile(recipe.JUDGE_DATA / MANIFEST, changed / MANIFEST)
+        (changed / MANIFEST).write_text((changed / MANIFEST).read_text() + " ")
+        data = (DEFAULT_DATA_DIR, changed)
     elif change == "options":
         monkeypatch.setattr(recipe, "FINETUNE_OPTIONS", (*recipe.FINETUNE_OPTIONS, "--grad-accum", "4"))
     elif change == "request":
