@@ -8,11 +8,12 @@ dropping its last object at each phase (near misses: one object in the basket, t
 expert with action noise 0.2 (mostly failures), and the random policy (other policies' failures).
 ``--variants near_miss`` turns two of the five clean experts into the expert letting each object
 go at a point jittered by 7 cm (on the rim or beside the basket when it misses: the learning
-comparison's kind of near miss, which the default set has none of). ``--sampled`` plays states the
-task's placement sampler draws (trials 1000 on, :func:`reward_eval.libero_task.initial_state`)
-instead of LIBERO's 50, and ``--train-only`` puts every state in the train split: together they make
-a set to train on beside another (``reward-eval finetune --data A --data B``) that shares no initial
-state with it. Each episode is played
+comparison's kind of near miss, which the default set has none of). ``--sampled [FIRST]`` plays states
+the task's placement sampler draws (trials FIRST on, 1000 by default:
+:func:`reward_eval.libero_task.initial_state`) instead of LIBERO's 50, so sets made from ranges
+that do not overlap share no state; ``--train-only`` puts every state in the train split. Together
+they make a set to train on beside another (``reward-eval finetune --data A --data B``) that shares
+no initial state with it. Each episode is played
 without cameras and only its kept frames are rendered (:mod:`reward_eval.classifier.simulation`):
 the ``nframes`` frames the env's client would send a judge, and for a success six more over the
 48 steps after it. Every frame is labelled by the simulator
@@ -144,7 +145,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "max_steps": MAX_STEPS,
         "nframes": DEFAULT_NFRAMES,
         "after": [AFTER_STEPS, AFTER_EVERY],
-        "sampled": args.sampled,
+        "sampled": args.sampled is not None,  # from which trial: the episodes' trial ids
         "train_only": args.train_only,
         "holdout_fraction": HOLDOUT_FRACTION,
         "test_fraction": TEST_FRACTION,
@@ -163,8 +164,8 @@ def resumed(progress: Path) -> dict[tuple[int, int], LabelledEpisode]:
 
 
 def trials(args: argparse.Namespace) -> range:
-    """Each task's trials: LIBERO's first ``--trials``, or as many sampled ones with ``--sampled``."""
-    first = SAMPLED_TRIAL0 if args.sampled else 0
+    """Each task's trials: LIBERO's first ``--trials``, or as many sampled ones from ``--sampled``."""
+    first = 0 if args.sampled is None else args.sampled
     return range(first, first + args.trials)
 
 
@@ -203,7 +204,21 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
     return [done[state] for state in states]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def sampled_trial(text: str) -> int:
+    """``--sampled``'s first trial: an integer from :data:`SAMPLED_TRIAL0` on."""
+    try:
+        first = int(text)
+    except ValueError:
+        first = -1
+    if first < SAMPLED_TRIAL0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a sampled trial: give an integer >= {SAMPLED_TRIAL0}."
+        )
+    return first
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line's options (exit 2 with one sentence for a bad one)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_DATA_DIR, help="the set's directory")
     parser.add_argument("--tasks", type=lambda s: [int(t) for t in s.split(",")], default=list(TASKS))
@@ -213,7 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, help="seeds the split and every policy")
     parser.add_argument(
-        "--sampled", action="store_true", help=f"states sampled by the task (trials {SAMPLED_TRIAL0} on)"
+        "--sampled",
+        type=sampled_trial,
+        nargs="?",
+        const=SAMPLED_TRIAL0,
+        metavar="FIRST",
+        help=f"play states the task's sampler draws, trials FIRST on (default {SAMPLED_TRIAL0})",
     )
     parser.add_argument("--train-only", action="store_true", help="every state in the train split")
     parser.add_argument(
@@ -222,7 +242,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="default",
         help="the policies the trials take turns with (default: the shipped set's)",
     )
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     episodes = make_set(args)

@@ -45,7 +45,7 @@ def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
 @pytest.mark.parametrize("name", TABLES, ids=TABLES)
 def test_the_manifest_names_its_table(name: str) -> None:
     args = argparse.Namespace(
-        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=False, train_only=False
+        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=None, train_only=False
     )
     settings = script.settings(args)
     assert settings["variant_table"] == name
@@ -60,25 +60,32 @@ def test_an_unknown_table_is_named_with_the_valid_ones(capsys: pytest.CaptureFix
 
 
 STATE_CASES = [
-    ("libero", False, False, range(0, 40), {"train", "held_out", "test"}),
-    ("sampled-train-only", True, True, range(1000, 1040), {"train"}),
-    ("sampled-drawn", True, False, range(1000, 1040), {"train", "held_out", "test"}),
+    ("libero", [], range(0, 40), {"train", "held_out", "test"}),
+    ("sampled-train-only", ["--sampled", "--train-only"], range(1000, 1040), {"train"}),
+    ("sampled-drawn", ["--sampled"], range(1000, 1040), {"train", "held_out", "test"}),
+    ("sampled-from-2000", ["--sampled", "2000", "--train-only"], range(2000, 2040), {"train"}),
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "sampled", "train_only", "trials", "sides"), STATE_CASES, ids=[c[0] for c in STATE_CASES]
-)
-def test_the_states_and_their_split(
-    name: str, sampled: bool, train_only: bool, trials: range, sides: set[str]
-) -> None:
-    """``--sampled`` plays the sampler's trials (1000 on), ``--train-only`` trains on every one; a
-    drawn split holds LIBERO's reserved states out, whichever states it draws from."""
+@pytest.mark.parametrize(("name", "options", "trials", "sides"), STATE_CASES, ids=[c[0] for c in STATE_CASES])
+def test_the_states_and_their_split(name: str, options: list[str], trials: range, sides: set[str]) -> None:
+    """``--sampled [FIRST]`` plays the sampler's trials (1000 on by default), ``--train-only``
+    trains on every one; a drawn split holds LIBERO's reserved states out, whichever it draws from."""
     from reward_eval.classifier.labelled_set import RESERVED_STATES
 
-    args = argparse.Namespace(tasks=[0, 1], trials=40, seed=0, sampled=sampled, train_only=train_only)
+    args = script.parse_args(["--tasks", "0,1", "--trials", "40", *options])
     assert script.trials(args) == trials
     states = [(task, trial) for task in args.tasks for trial in trials]
     split_of = script.splits(args, states)
     assert set(split_of) == set(states) and set(split_of.values()) == sides
     assert all(split_of[s] != "train" for s in RESERVED_STATES if s in split_of)
+
+
+@pytest.mark.parametrize("first", ["999", "x"], ids=["below-1000", "not-a-number"])
+def test_a_first_sampled_trial_that_is_not_one_is_refused(
+    capsys: pytest.CaptureFixture[str], first: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        script.parse_args(["--sampled", first])
+    assert exit_info.value.code == 2
+    assert f"'{first}' is not a sampled trial: give an integer >= 1000." in capsys.readouterr().err
