@@ -29,6 +29,8 @@ FOLDERS = {
     "(scripts/make_judge_self_test.py makes them)",
     "reward_eval/classifier/data": "The shipped labelled frame set: episode MP4s and manifest.json "
     "(scripts/make_classifier_data.py makes them)",
+    "reward_eval/trained_judge/data": "The trained judge's own labelled set, from sampled initial states: "
+    "MP4s and manifest.json (scripts/make_classifier_data.py --sampled --train-only makes them)",
     "reward_eval/trained_judge/trained-qwen2.5-vl": "The shipped VLM judge trained here: weights, "
     "processor, finetune.json and its recipe's stamp (python -m reward_eval.trained_judge.recipe make)",
     "examples/embodiment/config": "Hydra configs of training: {files}",
