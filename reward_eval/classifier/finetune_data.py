@@ -104,9 +104,10 @@ def labelled_source(roots: Sequence[Path]) -> DataSource:
     :class:`~reward_eval.finetune.dataset.DataError` if the sets record different suites or put an
     initial state on different splits."""
     sets = [read_set(root) for root in roots]
-    episodes: list[SetEpisode] = []
+    per_set: list[list[SetEpisode]] = []
     for n, labelled in enumerate(sets):
-        episodes += set_episodes(labelled, f"set{n or ''}", len(episodes))
+        per_set.append(set_episodes(labelled, f"set{n or ''}", sum(map(len, per_set))))
+    episodes = [e for mine in per_set for e in mine]
     suites = {str(labelled.settings.get("suite") or "") for labelled in sets}
     if len(suites) > 1:
         named = ", ".join(sorted(suites))
@@ -115,6 +116,6 @@ def labelled_source(roots: Sequence[Path]) -> DataSource:
         check_split([e for labelled in sets for e in labelled.episodes])
     except ValueError as exc:
         raise DataError(f"--data: {exc}") from None
-    records = [set_summary(labelled, set_episodes(labelled)) for labelled in sets]
+    records = [set_summary(labelled, mine) for labelled, mine in zip(sets, per_set, strict=True)]
     record = records[0] if len(records) == 1 else {"sets": records}
     return DataSource(episodes, set_splits(episodes), suite_hard_negatives(sets[0]), suites.pop(), record)
