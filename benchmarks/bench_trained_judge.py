@@ -168,9 +168,7 @@ def instruction_audit(
         run = out / f"instructions-{row}"
         if not (run / "settings.json").is_file():
             write_run(run, made, f"successes under {row}")
-        scored = [
-            s for s in rescore(run, out / f"instructions-{row}-judged", "qwen_vl_hf", model, env_config)
-        ]
+        scored = rescore(run, out / f"instructions-{row}-judged", "qwen_vl_hf", model, env_config)
         values = [s["score"] for s in scored if s["score"] is not None]
         result[row] = {
             "calls": len(scored),

@@ -11,7 +11,10 @@ go at a point jittered by 7 cm (on the rim or beside the basket when it misses: 
 comparison's kind of near miss, which the default set has none of). ``--sampled [FIRST]`` plays states
 the task's placement sampler draws (trials FIRST on, 1000 by default:
 :func:`reward_eval.libero_task.initial_state`) instead of LIBERO's 50, so sets made from ranges
-that do not overlap share no state; ``--train-only`` puts every state in the train split. Together
+that do not overlap share no state; ``--train-only`` puts every state in the train split;
+``--to-horizon`` plays every episode to the step limit, a success included, and serves its frames
+over all of it, as the judge-only learning runs' env does (``--variants release``: the learning
+policy's own releases). Together
 they make a set to train on beside another (``reward-eval finetune --data A --data B``) that shares
 no initial state with it. Each episode is played
 without cameras and only its kept frames are rendered (:mod:`reward_eval.classifier.simulation`):
@@ -77,10 +80,23 @@ FAILURES: tuple[Variant, ...] = (
     ("noise", "expert", {"action_noise": 0.2}),
     ("random", "random", {}),
 )
+
+
+def released(off: float) -> Variant:
+    """The learning comparison's policy (``examples/embodiment/cpu_learn/policy.py``) at release
+    means ``off`` metres either side of the basket's centre: each object let go at a point drawn
+    around its mean with its 1.5 cm spread (the expert's own points are 3 cm off; the policy
+    starts at 7)."""
+    mean = [[0.0, -off], [0.0, off]]
+    return (f"release{round(off * 100)}", "expert", {"release": mean, "place_noise": 0.015})
+
+
 # Trial t of task k plays table[(t + k) % len(table)]. "default" made the shipped set.
 VARIANT_TABLES: dict[str, tuple[Variant, ...]] = {
     "default": (EXPERT,) * 5 + FAILURES,
     "near_miss": (EXPERT,) * 3 + (BESIDE,) * 2 + FAILURES,
+    # The learning policy's episodes from its start to the expert's points, and two near misses.
+    "release": (released(0.03), released(0.05), released(0.07)) * 2 + FAILURES[:2],
 }
 VARIANTS = VARIANT_TABLES["default"]
 
@@ -117,11 +133,14 @@ def make_episode(
     out: Path,
     split: str,
     variants: Sequence[Variant] = VARIANTS,
+    to_horizon: bool = False,
 ) -> LabelledEpisode:
-    """Play, render, encode and label one episode into ``out``."""
+    """Play, render, encode and label one episode into ``out`` (``to_horizon``: see
+    :meth:`LabelledScene.play`; such an episode has no frames after its end)."""
     name, policy, kwargs = variant_of(task, trial, variants)
     episode_seed_ = episode_seed(seed, task, trial)
-    trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, AFTER_STEPS)
+    after = 0 if to_horizon else AFTER_STEPS
+    trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, after, to_horizon)
     stem = f"t{task}_s{trial:02d}_{name}"
     served = labelled(
         scene, trajectory, evenly_spaced(trajectory.end + 1, DEFAULT_NFRAMES), out / f"{stem}.mp4"
@@ -147,6 +166,7 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
         "after": [AFTER_STEPS, AFTER_EVERY],
         "sampled": args.sampled is not None,  # from which trial: the episodes' trial ids
         "train_only": args.train_only,
+        "to_horizon": args.to_horizon,  # successes ran on to max_steps (judge-only runs' episodes)
         "holdout_fraction": HOLDOUT_FRACTION,
         "test_fraction": TEST_FRACTION,
         "variant_table": args.variants,
@@ -192,7 +212,9 @@ def make_set(args: argparse.Namespace) -> list[LabelledEpisode]:
             continue
         scene = LabelledScene(SUITE, task, args.camera)
         for trial in todo:
-            episode = make_episode(scene, task, trial, args.seed, args.out, split_of[task, trial], variants)
+            episode = make_episode(
+                scene, task, trial, args.seed, args.out, split_of[task, trial], variants, args.to_horizon
+            )
             done[episode.state] = episode
             with progress.open("a") as f:
                 f.write(json.dumps(episode.to_json()) + "\n")
@@ -236,6 +258,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=f"play states the task's sampler draws, trials FIRST on (default {SAMPLED_TRIAL0})",
     )
     parser.add_argument("--train-only", action="store_true", help="every state in the train split")
+    parser.add_argument(
+        "--to-horizon",
+        action="store_true",
+        help="a success does not end its episode, which runs to max_steps (as in judge-only runs)",
+    )
     parser.add_argument(
         "--variants",
         choices=sorted(VARIANT_TABLES),

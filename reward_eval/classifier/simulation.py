@@ -43,8 +43,9 @@ class Trajectory:
     whether the goal holds and the fraction of goal predicates that hold.
 
     ``end`` is the episode's last step as the env ends it (the first success, else the step
-    limit); steps after it (``after`` steps played on past a success) are kept for more frames
-    of the goal holding, and never belong to the episode the judge is sent.
+    limit; the step limit always when successes do not end episodes, RLinf's
+    ``ignore_terminations``); steps after it (``after`` steps played on past a success) are kept
+    for more frames of the goal holding, and never belong to the episode the judge is sent.
     """
 
     states: list[np.ndarray] = field(default_factory=list)
@@ -94,10 +95,20 @@ class LabelledScene:
         self.camera.close()
 
     def play(
-        self, trial: int, policy: str, policy_kwargs: dict[str, Any], seed: int, max_steps: int, after: int
+        self,
+        trial: int,
+        policy: str,
+        policy_kwargs: dict[str, Any],
+        seed: int,
+        max_steps: int,
+        after: int,
+        to_horizon: bool = False,
     ) -> Trajectory:
         """Play one episode of ``policy`` from initial state ``trial`` to its first success or
-        ``max_steps``, then ``after`` more steps if it succeeded; nothing is rendered."""
+        ``max_steps``, then ``after`` more steps if it succeeded; nothing is rendered.
+
+        ``to_horizon``: a success does not end the episode, which runs to ``max_steps`` (the
+        judge-only runs' episodes: ``ignore_terminations``); its verdict is the one at that step."""
         env = self.physics
         obs = reset_to(env, initial_state(env, self.states, trial))
         agent = make_policy(policy, seed=seed, **policy_kwargs)
@@ -112,7 +123,8 @@ class LabelledScene:
                 one.current_raw_obs = [obs]
                 self._record(trajectory)
                 step = len(trajectory.states) - 1
-                if end is None and (trajectory.success[-1] or step == max_steps):
+                ended = trajectory.success[-1] and not to_horizon
+                if end is None and (ended or step == max_steps):
                     end = step
                 if end is not None and step >= end + (after if trajectory.success[end] else 0):
                     trajectory.end = end

@@ -134,20 +134,27 @@ def release_points(plan: Sequence[Any], release: Sequence[Sequence[float]] | Non
 class ExpertPolicy(Policy):
     """A scripted expert per env (see the module docstring), rebuilt at every reset.
 
-    Options (``--policy-kwargs``): ``action_noise``, ``drop``, ``drop_prob``, ``place_noise``. Each episode
+    Options (``--policy-kwargs``): ``action_noise``, ``drop``, ``drop_prob``, ``place_noise``, and
+    ``release`` (every episode's release points, jittered by ``place_noise``). Each episode
     gets its own seed from ``seed``, so a run is reproducible and its episodes differ.
-    A task the expert has no plan for fails at the reset with the tasks it can solve.
+    A task the expert has no plan for, or a ``release`` that does not fit its plan, fails at the
+    reset with what it can take.
     """
 
-    def __init__(self, seed: int = 0, **spoiler: Any) -> None:
+    def __init__(
+        self, seed: int = 0, release: Sequence[Sequence[float]] | None = None, **spoiler: Any
+    ) -> None:
         super().__init__(seed)
         self.spoiler = Spoiler(**spoiler)
+        self.release = release
         self._seeds = np.random.default_rng(seed)
         self._experts: list[ExpertController] = []
 
     def reset(self, env: Any, obs: dict[str, Any]) -> None:
         self._experts = [
-            ExpertController(task, seed=int(self._seeds.integers(2**31)), **vars(self.spoiler))
+            ExpertController(
+                task, seed=int(self._seeds.integers(2**31)), release=self.release, **vars(self.spoiler)
+            )
             for task in env.task_descriptions
         ]
 

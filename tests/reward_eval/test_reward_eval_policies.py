@@ -214,6 +214,18 @@ def test_release_sets_where_each_object_is_let_go() -> None:
     assert [step.offset for step in expert.plan_steps] == [(0.01, -0.05), (0.02, 0.06)]
 
 
+def test_the_expert_policy_lets_every_episode_go_around_its_release_points() -> None:
+    """``--policy-kwargs '{"release": ..., "place_noise": ...}'``: each episode its own draw around
+    the same points (the learning comparison's policy, played outside RLinf)."""
+    env = SimpleNamespace(task_descriptions=[TASK0, TASK0], num_envs=2)
+    agent = make_policy("expert", seed=1, release=[(0.0, -0.07), (0.0, 0.07)], place_noise=0.015)
+    agent.reset(env, {})
+    first, second = (np.array(expert.release) for expert in agent._experts)
+    assert not np.array_equal(first, second)
+    for drawn in (first, second):
+        assert np.abs(drawn - [(0.0, -0.07), (0.0, 0.07)]).max() < 0.06  # 4 standard deviations
+
+
 @pytest.mark.parametrize(
     "release",
     [[(0.0, 0.0)], [(0.0, 0.0), (0.0, float("nan"))], [(0.0, 0.0, 0.0), (0.0, 0.0, 0.0)], "left"],

@@ -7,11 +7,14 @@ import argparse
 
 import pytest
 
-from reward_eval.policies.expert import Spoiler
+from reward_eval.policies.expert import ExpertPolicy
 from tests.support.labelled_episodes import data_script
+from tests.support.server import REPO
 
 script = data_script()
 TABLES = sorted(script.VARIANT_TABLES)
+# The tables of sets drawn beside the shipped one; "release" plays the learning policy instead.
+BESIDE_DEFAULT = [name for name in TABLES if name != "release"]
 
 
 def test_the_default_table_is_the_shipped_sets() -> None:
@@ -24,16 +27,33 @@ def test_the_default_table_is_the_shipped_sets() -> None:
 
 
 @pytest.mark.parametrize("name", TABLES, ids=TABLES)
+def test_every_variant_is_a_valid_policy(name: str) -> None:
+    for _, policy, kwargs in script.VARIANT_TABLES[name]:
+        if policy == "expert":
+            ExpertPolicy(**kwargs)  # valid options, or ValueError
+
+
+@pytest.mark.parametrize("name", BESIDE_DEFAULT, ids=BESIDE_DEFAULT)
 def test_a_table_keeps_the_failures_on_the_same_trials(name: str) -> None:
-    """Every table is as long as the default and differs only among its successes' turns, so a
+    """A table is as long as the default and differs only among its successes' turns, so a
     state that fails by a drop, noise or the random policy in one set fails so in every set."""
     table, default = script.VARIANT_TABLES[name], script.VARIANTS
     assert len(table) == len(default)
     for ours, theirs in zip(table, default, strict=True):
         assert ours == theirs or theirs == script.EXPERT
-    for _, policy, kwargs in table:
-        if policy == "expert":
-            Spoiler(**kwargs)  # valid options, or ValueError
+
+
+def test_release_plays_the_learning_policy_from_its_start_to_the_experts_points() -> None:
+    """The release variants are the learning comparison's policy (its spread, its starting means)
+    and the means it moves towards, the expert's own points."""
+    from omegaconf import OmegaConf
+
+    model = OmegaConf.load(REPO / "examples/embodiment/config/cpu_learn/expert.yaml").actor.model
+    releases = [kwargs for _, _, kwargs in script.VARIANT_TABLES["release"] if "release" in kwargs]
+    assert {kwargs["place_noise"] for kwargs in releases} == {model.release_std}
+    means = {tuple(map(tuple, kwargs["release"])) for kwargs in releases}
+    start = tuple(map(tuple, OmegaConf.to_container(model.release_mean)))
+    assert start in means and ((0.0, -0.03), (0.0, 0.03)) in means
 
 
 def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
@@ -45,10 +65,10 @@ def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
 @pytest.mark.parametrize("name", TABLES, ids=TABLES)
 def test_the_manifest_names_its_table(name: str) -> None:
     args = argparse.Namespace(
-        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=None, train_only=False
+        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=None, train_only=False, to_horizon=True
     )
     settings = script.settings(args)
-    assert settings["variant_table"] == name
+    assert settings["variant_table"] == name and settings["to_horizon"]
     assert settings["variants"] == [list(v) for v in script.VARIANT_TABLES[name]]
 
 
@@ -56,7 +76,8 @@ def test_an_unknown_table_is_named_with_the_valid_ones(capsys: pytest.CaptureFix
     with pytest.raises(SystemExit) as exit_info:
         script.main(["--variants", "lenient", "--out", "/nonexistent/never-made"])
     assert exit_info.value.code == 2
-    assert "invalid choice: 'lenient' (choose from 'default', 'near_miss')" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "invalid choice: 'lenient' (choose from 'default', 'near_miss', 'release')" in err
 
 
 STATE_CASES = [

@@ -8,7 +8,8 @@ holds its envs in-process, unlike ``LiberoEnv``'s workers); a test process that 
 triton (torch's compiler, which RLinf's imports pull in) beside a freed EGL context segfaults. So
 the test runs this in a child and reads ``OUT_DIR/check.json``: the episodes (task 0: trial 10, the
 clean expert, a success; trial 1009, a state the task's placement sampler drew, the random policy,
-cut at 40 steps) and, for every kept frame, its label beside what LIBERO's own ``_check_success``
+cut at 40 steps; trial 11, the clean expert played on to the step limit, ``--to-horizon``) and,
+for every kept frame, its label beside what LIBERO's own ``_check_success``
 says after the episode is replayed from its seed and the camera env set to that frame's state; and
 how far the sampled state is from LIBERO's nearest one and from itself drawn again.
 """
@@ -21,8 +22,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MAX_STEPS = (400, 40)  # the script's limit for the success; a short one for the random policy
 SAMPLED = 1009  # a sampled state (reward_eval.libero_task.SAMPLED_TRIAL0 on) the random policy plays
+# (trial, split, step limit, to_horizon): the script's limit for the successes, a short one for the
+# random policy.
+PLAYS = ((10, "train", 400, False), (SAMPLED, "held_out", 40, False), (11, "train", 400, True))
 
 
 def data_script():
@@ -43,12 +46,12 @@ def main(out: Path) -> int:
     script = data_script()
     scene = LabelledScene(script.SUITE, 0, 64)
     episodes, checks = [], []
-    for (trial, split), max_steps in zip([(10, "train"), (SAMPLED, "held_out")], MAX_STEPS, strict=True):
+    for trial, split, max_steps, to_horizon in PLAYS:
         script.MAX_STEPS = max_steps
-        episode = script.make_episode(scene, 0, trial, 0, out, split)
-        replay = scene.play(
-            trial, episode.policy, dict(episode.policy_kwargs), episode.seed, max_steps, script.AFTER_STEPS
-        )
+        episode = script.make_episode(scene, 0, trial, 0, out, split, to_horizon=to_horizon)
+        after = 0 if to_horizon else script.AFTER_STEPS
+        kwargs = dict(episode.policy_kwargs)
+        replay = scene.play(trial, episode.policy, kwargs, episode.seed, max_steps, after, to_horizon)
         for frames in episode.frame_sets():
             for step, label, fraction in zip(frames.steps, frames.success, frames.goal_fraction, strict=True):
                 scene.camera.regenerate_obs_from_state(replay.states[step])

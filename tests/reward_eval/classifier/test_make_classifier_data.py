@@ -35,7 +35,7 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[LabelledE
 
 
 def test_variants_are_what_the_trials_say(made) -> None:
-    _, (success, failure), _ = made
+    _, (success, failure, _), _ = made
     assert (success.policy, failure.policy) == ("expert", "random")
     assert (success.variant, failure.variant) == ("expert", "random")
     assert success.native_success and not failure.native_success
@@ -43,8 +43,19 @@ def test_variants_are_what_the_trials_say(made) -> None:
     assert failure.episode_length == 40
 
 
+def test_to_horizon_plays_a_success_on_to_the_step_limit_and_serves_all_of_it(made) -> None:
+    """The judge-only runs' episodes: a success does not end the episode; the served frames span
+    it to the limit, and the goal still holds there."""
+    _, (success, _, horizon), _ = made
+    assert horizon.variant == "expert" and horizon.native_success
+    assert (horizon.episode_length, horizon.after) == (400, None)
+    assert horizon.served.steps[0] == 0 and horizon.served.steps[-1] == 400
+    assert horizon.served.success[-1] and not horizon.served.success[0]
+    assert success.episode_length < 400, "the same expert's success ends its episode without --to-horizon"
+
+
 def test_a_sampled_state_is_none_of_liberos_and_the_same_when_drawn_again(made) -> None:
-    _, (_, failure), check = made
+    _, (_, failure, _), check = made
     assert failure.trial_id >= SAMPLED_TRIAL0
     assert check["sampled"]["redrawn"] == 0.0
     assert check["sampled"]["to_libero"] > 1e-3, "LIBERO's states differ from each other by ~0.06"
@@ -64,7 +75,7 @@ def test_every_label_is_the_simulators_success_at_that_frames_state(made) -> Non
 def test_frames_are_rendered_at_the_camera_size_and_decode_to_their_labels(made) -> None:
     from vlm_reward.video_io import decode_clip, probe_video
 
-    out, (success, _), _ = made
+    out, (success, _, _), _ = made
     for frames in success.frame_sets():
         probe = probe_video(out / frames.video)
         clip = decode_clip(out / frames.video, range(probe.num_frames), probe)
