@@ -139,8 +139,7 @@ def make_episode(
     :meth:`LabelledScene.play`; such an episode has no frames after its end)."""
     name, policy, kwargs = variant_of(task, trial, variants)
     episode_seed_ = episode_seed(seed, task, trial)
-    after = 0 if to_horizon else AFTER_STEPS
-    trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, after, to_horizon)
+    trajectory = scene.play(trial, policy, kwargs, episode_seed_, MAX_STEPS, AFTER_STEPS, to_horizon)
     stem = f"t{task}_s{trial:02d}_{name}"
     served = labelled(
         scene, trajectory, evenly_spaced(trajectory.end + 1, DEFAULT_NFRAMES), out / f"{stem}.mp4"

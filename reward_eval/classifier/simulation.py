@@ -108,7 +108,8 @@ class LabelledScene:
         ``max_steps``, then ``after`` more steps if it succeeded; nothing is rendered.
 
         ``to_horizon``: a success does not end the episode, which runs to ``max_steps`` (the
-        judge-only runs' episodes: ``ignore_terminations``); its verdict is the one at that step."""
+        judge-only runs' episodes: ``ignore_terminations``); its verdict is the one at that step,
+        and nothing is played after it (``after`` is not used)."""
         env = self.physics
         obs = reset_to(env, initial_state(env, self.states, trial))
         agent = make_policy(policy, seed=seed, **policy_kwargs)
@@ -117,6 +118,7 @@ class LabelledScene:
         trajectory = Trajectory()
         self._record(trajectory)
         end = None
+        played_on = 0 if to_horizon else after
         while True:
             for action in agent.act(one, {}, CHUNK)[0]:
                 obs, *_ = env.step(action)
@@ -126,7 +128,7 @@ class LabelledScene:
                 ended = trajectory.success[-1] and not to_horizon
                 if end is None and (ended or step == max_steps):
                     end = step
-                if end is not None and step >= end + (after if trajectory.success[end] else 0):
+                if end is not None and step >= end + (played_on if trajectory.success[end] else 0):
                     trajectory.end = end
                     return trajectory
 

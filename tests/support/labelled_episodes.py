@@ -49,9 +49,10 @@ def main(out: Path) -> int:
     for trial, split, max_steps, to_horizon in PLAYS:
         script.MAX_STEPS = max_steps
         episode = script.make_episode(scene, 0, trial, 0, out, split, to_horizon=to_horizon)
-        after = 0 if to_horizon else script.AFTER_STEPS
         kwargs = dict(episode.policy_kwargs)
-        replay = scene.play(trial, episode.policy, kwargs, episode.seed, max_steps, after, to_horizon)
+        replay = scene.play(
+            trial, episode.policy, kwargs, episode.seed, max_steps, script.AFTER_STEPS, to_horizon
+        )
         for frames in episode.frame_sets():
             for step, label, fraction in zip(frames.steps, frames.success, frames.goal_fraction, strict=True):
                 scene.camera.regenerate_obs_from_state(replay.states[step])
