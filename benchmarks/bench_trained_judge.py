@@ -10,7 +10,8 @@ trained with (rescored: one call each, like any episode):
    (:func:`reward_eval.analysis.calibration.auroc_interval`), on each set: the labelled set's
    ``test`` split (never used to choose), its ``held_out`` split (what chose), and ``--fresh``
    sets made with another seed (``scripts/make_classifier_data.py --seed 1``), whole, with the
-   episodes whose initial state the judge trained on counted apart;
+   episodes whose initial state the judge trained on counted apart; beside it, what a 0/1 reward
+   at 0.5 pays: the share of successes judged successes (recall) and of failures (false positives);
 2. **the engines**: the same episodes served by ``qwen_vl_hf`` and ``qwen_vl_vllm`` (``--engines``);
    the share of equal verdicts at the threshold and the largest score difference;
 3. **near misses**: the judged-success rate of the fresh sets' failed ``beside`` episodes (objects
@@ -115,14 +116,18 @@ def auroc_block(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     scored = [r for r in rows if r["score"] is not None]
     scores, labels = [r["score"] for r in scored], [r["success"] for r in scored]
     cal = calibration(scores, labels)
+    verdicts = [(s >= THRESHOLD, y) for s, y in zip(scores, labels, strict=True)]
+    wins, losses = sum(labels), len(labels) - sum(labels)
     return {
         "episodes": len(rows),
         "successes": sum(labels),
         "fallbacks": len(rows) - len(scored),
         "auroc": cal["auroc"],
         "interval": auroc_interval(scores, labels),
-        "accuracy_at_threshold": sum((s >= THRESHOLD) == y for s, y in zip(scores, labels, strict=True))
-        / max(1, len(scored)),
+        "accuracy_at_threshold": sum(v == y for v, y in verdicts) / max(1, len(scored)),
+        # what a 0/1 reward at the threshold does to a policy: its successes paid, its failures paid
+        "recall": sum(v and y for v, y in verdicts) / wins if wins else None,
+        "false_positive_rate": sum(v and not y for v, y in verdicts) / losses if losses else None,
     }
 
 

@@ -14,7 +14,8 @@ the task's placement sampler draws (trials FIRST on, 1000 by default:
 that do not overlap share no state; ``--train-only`` puts every state in the train split;
 ``--to-horizon`` plays every episode to the step limit, a success included, and serves its frames
 over all of it, as the judge-only learning runs' env does (``--variants release``: the learning
-policy's own releases). Together
+policy's own releases; ``--variants learning``: that policy alone). ``--trial-ids`` plays the
+initial states it names (the learning comparison's, say) instead of the first ``--trials``. Together
 they make a set to train on beside another (``reward-eval finetune --data A --data B``) that shares
 no initial state with it. Each episode is played
 without cameras and only its kept frames are rendered (:mod:`reward_eval.classifier.simulation`):
@@ -97,7 +98,13 @@ VARIANT_TABLES: dict[str, tuple[Variant, ...]] = {
     "near_miss": (EXPERT,) * 3 + (BESIDE,) * 2 + FAILURES,
     # The learning policy's episodes from its start to the expert's points, and two near misses.
     "release": (released(0.03), released(0.05), released(0.07)) * 2 + FAILURES[:2],
+    # The learning policy alone, at means its runs move through (7 cm at the start; 3-6 cm after
+    # five native GRPO steps): its own successes and misses, to measure a judge on (from its
+    # states: --trial-ids).
+    "learning": (released(0.07), released(0.06), released(0.05)),
 }
+# The tables that play the learning comparison's policy, not the shipped set's turns.
+LEARNING_TABLES = ("release", "learning")
 VARIANTS = VARIANT_TABLES["default"]
 
 
@@ -157,7 +164,8 @@ def settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "suite": SUITE,
         "tasks": list(args.tasks),
-        "trials": args.trials,
+        "trials": args.trials if args.trial_ids is None else len(args.trial_ids),
+        "trial_ids": args.trial_ids,  # the states played when not the first --trials
         "camera": args.camera,
         "seed": args.seed,
         "max_steps": MAX_STEPS,
@@ -182,8 +190,11 @@ def resumed(progress: Path) -> dict[tuple[int, int], LabelledEpisode]:
     return {e.state: e for e in episodes}
 
 
-def trials(args: argparse.Namespace) -> range:
-    """Each task's trials: LIBERO's first ``--trials``, or as many sampled ones from ``--sampled``."""
+def trials(args: argparse.Namespace) -> Sequence[int]:
+    """Each task's trials: ``--trial-ids``, or LIBERO's first ``--trials``, or as many sampled ones
+    from ``--sampled``."""
+    if args.trial_ids is not None:
+        return args.trial_ids
     first = 0 if args.sampled is None else args.sampled
     return range(first, first + args.trials)
 
@@ -238,12 +249,31 @@ def sampled_trial(text: str) -> int:
     return first
 
 
+def trial_ids(text: str) -> list[int]:
+    """``--trial-ids``: distinct trials, each one of LIBERO's (0..TRIALS-1) or a sampled one."""
+    try:
+        ids = [int(t) for t in text.split(",")]
+    except ValueError:
+        ids = []
+    valid = ids and len(set(ids)) == len(ids)
+    if not valid or any(not (0 <= t < TRIALS or t >= SAMPLED_TRIAL0) for t in ids):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a list of trials: give distinct comma-separated integers, each in "
+            f"0..{TRIALS - 1} (LIBERO's) or >= {SAMPLED_TRIAL0} (sampled)."
+        )
+    return ids
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line's options (exit 2 with one sentence for a bad one)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_DATA_DIR, help="the set's directory")
     parser.add_argument("--tasks", type=lambda s: [int(t) for t in s.split(",")], default=list(TASKS))
-    parser.add_argument("--trials", type=int, default=TRIALS, help="initial states 0..N-1 of each task")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--trials", type=int, default=TRIALS, help="initial states 0..N-1 of each task")
+    which.add_argument(
+        "--trial-ids", type=trial_ids, metavar="T,T,...", help="play these initial states of each task"
+    )
     parser.add_argument(
         "--camera", type=int, default=128, help="render size in px (the env's camera_heights)"
     )
@@ -268,7 +298,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="default",
         help="the policies the trials take turns with (default: the shipped set's)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.trial_ids is not None and args.sampled is not None:
+        parser.error("--trial-ids names its states itself: drop --sampled (a sampled trial is >= 1000).")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:

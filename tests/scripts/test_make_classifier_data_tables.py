@@ -13,8 +13,8 @@ from tests.support.server import REPO
 
 script = data_script()
 TABLES = sorted(script.VARIANT_TABLES)
-# The tables of sets drawn beside the shipped one; "release" plays the learning policy instead.
-BESIDE_DEFAULT = [name for name in TABLES if name != "release"]
+# The tables of sets drawn beside the shipped one (the others play the learning policy instead).
+BESIDE_DEFAULT = [name for name in TABLES if name not in script.LEARNING_TABLES]
 
 
 def test_the_default_table_is_the_shipped_sets() -> None:
@@ -43,17 +43,33 @@ def test_a_table_keeps_the_failures_on_the_same_trials(name: str) -> None:
         assert ours == theirs or theirs == script.EXPERT
 
 
-def test_release_plays_the_learning_policy_from_its_start_to_the_experts_points() -> None:
-    """The release variants are the learning comparison's policy (its spread, its starting means)
-    and the means it moves towards, the expert's own points."""
+def learning_policy_means(table: str) -> set[tuple[tuple[float, ...], ...]]:
+    """The release means of ``table``'s variants that play the learning comparison's policy: its
+    spread (cpu_learn/expert.yaml's ``release_std``), checked here."""
     from omegaconf import OmegaConf
 
     model = OmegaConf.load(REPO / "examples/embodiment/config/cpu_learn/expert.yaml").actor.model
-    releases = [kwargs for _, _, kwargs in script.VARIANT_TABLES["release"] if "release" in kwargs]
+    releases = [kwargs for _, _, kwargs in script.VARIANT_TABLES[table] if "release" in kwargs]
     assert {kwargs["place_noise"] for kwargs in releases} == {model.release_std}
-    means = {tuple(map(tuple, kwargs["release"])) for kwargs in releases}
     start = tuple(map(tuple, OmegaConf.to_container(model.release_mean)))
-    assert start in means and ((0.0, -0.03), (0.0, 0.03)) in means
+    means = {tuple(map(tuple, kwargs["release"])) for kwargs in releases}
+    assert start in means, f"{table} does not play the policy's start {start}"
+    return means
+
+
+def test_release_plays_the_learning_policy_from_its_start_to_the_experts_points() -> None:
+    """The release variants are the learning comparison's policy (its spread, its starting means)
+    and the means it moves towards, the expert's own points."""
+    assert ((0.0, -0.03), (0.0, 0.03)) in learning_policy_means("release")
+
+
+def test_learning_plays_only_the_learning_policy_from_its_start_inwards() -> None:
+    """Every variant of ``learning`` is the policy, at its start and at means nearer the basket's
+    centre than it (where its runs go), none as near as the expert's own points."""
+    table = script.VARIANT_TABLES["learning"]
+    assert all(policy == "expert" and "release" in kwargs for _, policy, kwargs in table)
+    offsets = sorted(abs(mean[1][1]) for mean in learning_policy_means("learning"))
+    assert offsets == [0.05, 0.06, 0.07]
 
 
 def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
@@ -65,7 +81,15 @@ def test_near_miss_lets_two_experts_in_ten_go_beside_the_basket() -> None:
 @pytest.mark.parametrize("name", TABLES, ids=TABLES)
 def test_the_manifest_names_its_table(name: str) -> None:
     args = argparse.Namespace(
-        tasks=[0], trials=2, camera=64, seed=0, variants=name, sampled=None, train_only=False, to_horizon=True
+        tasks=[0],
+        trials=2,
+        trial_ids=None,
+        camera=64,
+        seed=0,
+        variants=name,
+        sampled=None,
+        train_only=False,
+        to_horizon=True,
     )
     settings = script.settings(args)
     assert settings["variant_table"] == name and settings["to_horizon"]
@@ -77,7 +101,7 @@ def test_an_unknown_table_is_named_with_the_valid_ones(capsys: pytest.CaptureFix
         script.main(["--variants", "lenient", "--out", "/nonexistent/never-made"])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "invalid choice: 'lenient' (choose from 'default', 'near_miss', 'release')" in err
+    assert "invalid choice: 'lenient' (choose from 'default', 'learning', 'near_miss', 'release')" in err
 
 
 STATE_CASES = [
@@ -85,6 +109,7 @@ STATE_CASES = [
     ("sampled-train-only", ["--sampled", "--train-only"], range(1000, 1040), {"train"}),
     ("sampled-drawn", ["--sampled"], range(1000, 1040), {"train", "held_out", "test"}),
     ("sampled-from-2000", ["--sampled", "2000", "--train-only"], range(2000, 2040), {"train"}),
+    ("named", ["--trial-ids", "2,5,14,1003"], [2, 5, 14, 1003], {"train", "held_out"}),
 ]
 
 
@@ -94,8 +119,9 @@ def test_the_states_and_their_split(name: str, options: list[str], trials: range
     trains on every one; a drawn split holds LIBERO's reserved states out, whichever it draws from."""
     from reward_eval.classifier.labelled_set import RESERVED_STATES
 
-    args = script.parse_args(["--tasks", "0,1", "--trials", "40", *options])
-    assert script.trials(args) == trials
+    trials_option = [] if "--trial-ids" in options else ["--trials", "40"]
+    args = script.parse_args(["--tasks", "0,1", *trials_option, *options])
+    assert list(script.trials(args)) == list(trials)
     states = [(task, trial) for task in args.tasks for trial in trials]
     split_of = script.splits(args, states)
     assert set(split_of) == set(states) and set(split_of.values()) == sides
@@ -110,3 +136,29 @@ def test_a_first_sampled_trial_that_is_not_one_is_refused(
         script.parse_args(["--sampled", first])
     assert exit_info.value.code == 2
     assert f"'{first}' is not a sampled trial: give an integer >= 1000." in capsys.readouterr().err
+
+
+BAD_TRIAL_IDS = [
+    ("beyond-libero", ["--trial-ids", "2,50"], "'2,50' is not a list of trials"),
+    ("repeated", ["--trial-ids", "2,2"], "'2,2' is not a list of trials"),
+    ("not-a-number", ["--trial-ids", "2,x"], "'2,x' is not a list of trials"),
+    ("with-trials", ["--trials", "3", "--trial-ids", "2"], "not allowed with argument --trials"),
+    ("with-sampled", ["--sampled", "--trial-ids", "1003"], "--trial-ids names its states itself"),
+]
+
+
+@pytest.mark.parametrize(("name", "options", "says"), BAD_TRIAL_IDS, ids=[c[0] for c in BAD_TRIAL_IDS])
+def test_bad_trial_ids_are_refused(
+    capsys: pytest.CaptureFixture[str], name: str, options: list[str], says: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        script.parse_args(options)
+    assert exit_info.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+def test_the_manifest_records_the_trial_ids() -> None:
+    args = script.parse_args(["--tasks", "0", "--trial-ids", "2,5", "--variants", "learning"])
+    settings = script.settings(args)
+    assert (settings["trials"], settings["trial_ids"]) == (2, [2, 5])
+    assert script.settings(script.parse_args(["--trials", "3"]))["trial_ids"] is None
